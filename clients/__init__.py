@@ -1,0 +1,1 @@
+"""Clients of the trimtab service; they talk to it over HTTP only."""

@@ -1,0 +1,1 @@
+"""Wire models of trimtab: the pydantic models here are the single source of truth for the OpenAPI schema."""

@@ -1,0 +1,232 @@
+"""POST /v1/assignment/plan: the statistics snapshot in, the allocation plan out (see shared CONTRACT.md)."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from schemas.algorithms import AlgorithmParams, MilpParams
+from schemas.common import (
+    Identifier,
+    NonNegativeFloat,
+    PositiveFloat,
+    ResponseModel,
+    StrictModel,
+)
+
+# Static caps (also in the OpenAPI schema); the service may set tighter ones in its settings.
+MAX_NODES = 10_000
+MAX_UNITS = 250_000
+MAX_SERIES_LENGTH = 4_096
+MAX_SERIES_VALUES = 5_000_000
+MAX_TRAFFIC = 1_000_000
+MAX_RESOURCES = 16
+
+ResourceName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+
+
+class Node(StrictModel):
+    id: Identifier
+    capacity: PositiveFloat = Field(
+        default=100.0, description="In load units; a load is a percent of a 100 node."
+    )
+    draining: bool = Field(default=False, description="Marked for removal: units leave it, none arrive.")
+    resources: dict[ResourceName, PositiveFloat] = Field(
+        default_factory=dict,
+        max_length=MAX_RESOURCES,
+        description="Capacities of further resources (memory, network...). A unit's usage of such a resource is "
+        "capped per node; the main `load` is the one balanced (Madsen et al., multi-dimensional load).",
+    )
+
+
+LoadSeries = Annotated[
+    list[NonNegativeFloat],
+    Field(
+        min_length=1,
+        max_length=MAX_SERIES_LENGTH,
+        description="One load per statistics window, oldest first.",
+    ),
+]
+
+
+class Unit(StrictModel):
+    id: Identifier
+    node: Identifier | None = Field(default=None, description="Current node; null for an initial placement.")
+    load: NonNegativeFloat | LoadSeries = Field(
+        description="Mean load, or a series of loads (one per window)."
+    )
+    state_size: NonNegativeFloat = Field(
+        default=0.0, description="What moving the unit costs (bytes or any unit)."
+    )
+    operator: Identifier | None = None
+    pinned: bool = Field(default=False, description="A pinned unit never moves.")
+    resources: dict[ResourceName, NonNegativeFloat] = Field(default_factory=dict, max_length=MAX_RESOURCES)
+
+
+class Traffic(StrictModel):
+    src: Identifier
+    dst: Identifier
+    rate: NonNegativeFloat
+
+
+class Budget(StrictModel):
+    max_migrations: int | None = Field(default=None, ge=0, description="At most this many units move.")
+    max_migration_cost: NonNegativeFloat | None = Field(
+        default=None, description="Sum of the moved units' state_size stays at or below this."
+    )
+
+
+class AssignmentRequest(StrictModel):
+    nodes: list[Node] = Field(min_length=1, max_length=MAX_NODES)
+    units: list[Unit] = Field(min_length=1, max_length=MAX_UNITS)
+    traffic: list[Traffic] = Field(default_factory=list, max_length=MAX_TRAFFIC)
+    budget: Budget = Field(default_factory=Budget)
+    algorithm: AlgorithmParams = Field(default_factory=MilpParams)
+    time_limit_s: PositiveFloat | None = Field(
+        default=None, description="Wall-clock limit for the solver; the service default applies when null."
+    )
+
+
+# ---------------------------------------------------------------------------------------------- response
+
+
+class Move(ResponseModel):
+    unit: str
+    from_: str | None = Field(alias="from", serialization_alias="from")
+    to: str
+    cost: float
+
+
+class Scaling(ResponseModel):
+    add_nodes: list[str] = Field(
+        default_factory=list, description="New nodes the plan asks for (ELB scale-out)."
+    )
+    remove_nodes: list[str] = Field(
+        default_factory=list, description="Nodes the plan empties; they can be released."
+    )
+    new_node_capacity: float = Field(
+        default=100.0, description="Capacity the plan assumes for each added node."
+    )
+
+
+class PlanStats(ResponseModel):
+    """Statistics of one state of the cluster (before or after the plan), recomputed from the assignment."""
+
+    load_distance: float = Field(
+        description="max over non-draining nodes of |utilization - mean|, in percentage points; mean = 100 x total "
+        "load / total non-draining capacity (the utilization of a perfectly balanced cluster)."
+    )
+    max_utilization: float
+    min_utilization: float
+    imbalance: float = Field(description="Variance of node loads in the latest window (Guo & Zhou).")
+    imbalance_total: float = Field(description="Variance of node loads summed over all windows.")
+    avg_load_correlation: float | None = Field(
+        default=None,
+        description="Mean pairwise correlation of node load series (Xing et al.); null without series.",
+    )
+    mean_node_load_variance: float | None = Field(
+        default=None,
+        description="Mean over nodes of the variance of the node's load series; null without series.",
+    )
+    parallelism: int = Field(description="Nodes that hold at least one unit.")
+
+
+class LowerBound(ResponseModel):
+    load_distance: float | None = None
+
+
+class PlanResponse(ResponseModel):
+    status: Literal["optimal", "feasible", "unchanged"]
+    algorithm: str
+    assignment: dict[str, str]
+    moves: list[Move]
+    scaling: Scaling
+    before: PlanStats
+    after: PlanStats
+    migrations: int
+    migration_cost: float
+    state_moved_share: float = Field(
+        description="migration_cost / total state size (0 when there is no state)."
+    )
+    load_moved: float = Field(description="Sum of the mean loads of the moved units.")
+    lower_bound: LowerBound = Field(default_factory=LowerBound)
+    solve_ms: float
+    notes: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------- cross-field checks
+
+Loc = tuple[str | int, ...]
+
+
+def reference_errors(request: AssignmentRequest) -> list[tuple[Loc, str]]:
+    """Cross-field rules that a single field's type cannot say. Each error names the offending field.
+
+    Run by the service right after parsing; an empty list means the snapshot is consistent.
+    """
+    errors: list[tuple[Loc, str]] = []
+    node_index: dict[str, int] = {}
+    for i, node in enumerate(request.nodes):
+        if node.id in node_index:
+            errors.append((("body", "nodes", i, "id"), f"duplicate node id {node.id!r}"))
+        node_index.setdefault(node.id, i)
+    if all(node.draining for node in request.nodes):
+        errors.append((("body", "nodes"), "every node is draining: at least one node must stay"))
+
+    unit_ids: set[str] = set()
+    series_length: int | None = None
+    series_first: int | None = None
+    for k, unit in enumerate(request.units):
+        if unit.id in unit_ids:
+            errors.append((("body", "units", k, "id"), f"duplicate unit id {unit.id!r}"))
+        unit_ids.add(unit.id)
+        if unit.node is not None and unit.node not in node_index:
+            errors.append((("body", "units", k, "node"), f"unknown node {unit.node!r}"))
+        if unit.pinned and unit.node is None:
+            errors.append((("body", "units", k, "pinned"), "a pinned unit needs a node"))
+        if unit.pinned and unit.node in node_index and request.nodes[node_index[unit.node]].draining:
+            errors.append(
+                (
+                    ("body", "units", k, "pinned"),
+                    f"unit is pinned to draining node {unit.node!r}: it can never leave",
+                )
+            )
+        length = len(unit.load) if isinstance(unit.load, list) else None
+        if k == 0:
+            series_length, series_first = length, 0
+        elif length != series_length:
+            what = "a series" if length is not None else "a single number"
+            errors.append(
+                (
+                    ("body", "units", k, "load"),
+                    f"load is {what} of length {length} but units[{series_first}].load has "
+                    f"{series_length}: all units need series of equal length (or all single numbers)",
+                )
+            )
+    if series_length is not None and series_length * len(request.units) > MAX_SERIES_VALUES:
+        errors.append(
+            (("body", "units"), f"more than {MAX_SERIES_VALUES} load values in all series together")
+        )
+
+    for t, edge in enumerate(request.traffic):
+        for end in ("src", "dst"):
+            if getattr(edge, end) not in unit_ids:
+                errors.append((("body", "traffic", t, end), f"unknown unit {getattr(edge, end)!r}"))
+
+    # Pinned load alone over a node's capacity: no plan can bring that node within capacity.
+    pinned_load: dict[str, float] = {}
+    for unit in request.units:
+        if unit.pinned and unit.node is not None:
+            mean = sum(unit.load) / len(unit.load) if isinstance(unit.load, list) else unit.load
+            pinned_load[unit.node] = pinned_load.get(unit.node, 0.0) + mean
+    for node_id, load in pinned_load.items():
+        if node_id in node_index:
+            i = node_index[node_id]
+            capacity = request.nodes[i].capacity
+            if load > capacity:
+                errors.append(
+                    (
+                        ("body", "nodes", i, "capacity"),
+                        f"infeasible: pinned units on {node_id!r} need {load:g}, over its capacity {capacity:g}",
+                    )
+                )
+    return errors

@@ -1,0 +1,1 @@
+"""trimtab HTTP service: a thin adapter from the wire schemas to the pure solvers."""

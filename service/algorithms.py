@@ -1,0 +1,76 @@
+"""The algorithms of POST /v1/assignment/plan: name -> solver call. One entry per algorithm, nothing else here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from schemas import algorithms as params
+from solvers import baselines
+from solvers.instance import AssignmentInstance, Plan
+from solvers.milp import solve_milp
+
+Solve = Callable[[AssignmentInstance, Any, float], Plan]
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    name: str
+    summary: str
+    paper: str
+    needs: tuple[str, ...]
+    solve: Solve
+    params: type[BaseModel]
+
+
+REGISTRY: dict[str, AlgorithmSpec] = {
+    spec.name: spec
+    for spec in (
+        AlgorithmSpec(
+            "milp",
+            "Minimize the load distance under the migration budget (MILP, CP-SAT or HiGHS), draining nodes emptied "
+            "as the budget allows; never worse than flux and largest-load-first on the same call.",
+            "Madsen, Zhou & Cao, Section 4.3.1",
+            ("mean load per unit", "budget"),
+            lambda inst, p, t: solve_milp(
+                inst, backend=p.backend, time_limit_s=t, relative_gap=p.relative_gap, seed=p.seed
+            ),
+            params.MilpParams,
+        ),
+        AlgorithmSpec(
+            "flux",
+            "Baseline: pair most/least loaded nodes, move the best-fitting unit, repeat within the budget.",
+            "Shah et al. (Flux) as described by Madsen et al., Section 2",
+            ("mean load per unit", "budget"),
+            lambda inst, p, t: baselines.flux(inst),
+            params.FluxParams,
+        ),
+        AlgorithmSpec(
+            "largest-load-first",
+            "Baseline: the most loaded node gives its largest unit that lowers the peak to the least loaded node.",
+            "Xing et al., Section 5 (LLF)",
+            ("mean load per unit", "budget"),
+            lambda inst, p, t: baselines.largest_load_first(inst),
+            params.LargestLoadFirstParams,
+        ),
+        AlgorithmSpec(
+            "round-robin",
+            "Baseline: spread units evenly by count, ignoring load.",
+            "-",
+            ("budget",),
+            lambda inst, p, t: baselines.round_robin(inst),
+            params.RoundRobinParams,
+        ),
+        AlgorithmSpec(
+            "random",
+            "Baseline: random units to random nodes within the budget (seeded).",
+            "Xing et al., Section 5 (random)",
+            ("budget",),
+            lambda inst, p, t: baselines.random_moves(inst, seed=p.seed),
+            params.RandomParams,
+        ),
+    )
+}

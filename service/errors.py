@@ -1,0 +1,112 @@
+"""RFC 9457 problem details for every failure: validation (422), size (413), auth (401), overload (503)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from schemas.common import FieldError, Problem
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("trimtab")
+
+
+class ProblemError(Exception):
+    """Raised anywhere in the service to answer with a problem document."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str,
+        errors: Sequence[tuple[Sequence[str | int], str]] = (),
+        headers: dict[str, str] | None = None,
+        type_: str = "about:blank",
+    ) -> None:
+        super().__init__(detail)
+        self.status, self.title, self.detail, self.type_ = status, title, detail, type_
+        self.errors = [FieldError(loc=list(loc), msg=msg) for loc, msg in errors]
+        self.headers = headers or {}
+
+
+def invalid_snapshot(errors: Sequence[tuple[Sequence[str | int], str]]) -> ProblemError:
+    first = errors[0]
+    where = ".".join(str(p) for p in first[0])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ProblemError(
+        422,
+        "Invalid snapshot",
+        f"{where}: {first[1]}{more}",
+        errors,
+        type_="https://trimtab.dev/problems/invalid-snapshot",
+    )
+
+
+def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(
+        problem.model_dump(exclude_none=True),
+        status_code=problem.status,
+        media_type=PROBLEM_JSON,
+        headers=headers,
+    )
+
+
+def _clean_msg(error: dict[str, Any]) -> str:
+    msg = str(error.get("msg", "invalid"))
+    return msg.removeprefix("Value error, ")
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ProblemError)
+    async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
+        problem = Problem(
+            type=exc.type_,
+            title=exc.title,
+            status=exc.status,
+            detail=exc.detail,
+            instance=request.url.path,
+            errors=exc.errors,
+        )
+        return problem_response(problem, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [FieldError(loc=list(e.get("loc", ())), msg=_clean_msg(e)) for e in exc.errors()]
+        first = errors[0] if errors else FieldError(loc=["body"], msg="invalid")
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        problem = Problem(
+            type="https://trimtab.dev/problems/invalid-request",
+            title="Invalid request",
+            status=422,
+            detail=f"{'.'.join(str(p) for p in first.loc)}: {first.msg}{more}",
+            instance=request.url.path,
+            errors=errors[:100],
+        )
+        return problem_response(problem)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        problem = Problem(
+            title=str(exc.detail) if exc.status_code < 500 else "Server error",
+            status=exc.status_code,
+            detail=str(exc.detail),
+            instance=request.url.path,
+        )
+        return problem_response(problem, dict(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s", request.url.path)
+        problem = Problem(
+            title="Internal error",
+            status=500,
+            detail="The service failed on a valid request; this is a bug in trimtab.",
+            instance=request.url.path,
+        )
+        return problem_response(problem)

@@ -1,0 +1,25 @@
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="Liveness")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="Readiness: the solver pool accepts work")
+def readyz(request: Request) -> JSONResponse:
+    pool = request.app.state.pool
+    ready = pool.in_flight < pool.capacity
+    return JSONResponse(
+        {"status": "ready" if ready else "saturated", "in_flight": pool.in_flight, "capacity": pool.capacity},
+        status_code=200 if ready else 503,
+    )
+
+
+@router.get("/metrics", summary="Prometheus metrics")
+def metrics(request: Request) -> Response:
+    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,1 @@
+"""Pure solvers: numpy arrays and plain dataclasses in, results out. Nothing here imports `service`."""

@@ -1,0 +1,121 @@
+"""The assignment problem as plain arrays (instance) and a solver's answer (plan).
+
+Node and unit order follow the request. A unit whose `current` is -1 has no node yet (initial placement).
+Loads are series of shape (units, windows); a single mean load is a series of one window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+PlanStatus = Literal["optimal", "feasible", "unchanged"]
+UNPLACED = -1
+
+
+@dataclass(frozen=True)
+class AssignmentInstance:
+    node_ids: tuple[str, ...]
+    capacity: FloatArray  # (N,) > 0
+    draining: BoolArray  # (N,)
+    unit_ids: tuple[str, ...]
+    current: IntArray  # (U,) node index or UNPLACED
+    series: FloatArray  # (U, W) >= 0, oldest window first
+    state_size: FloatArray  # (U,) >= 0, the cost of moving the unit
+    pinned: BoolArray  # (U,)
+    operators: tuple[str | None, ...] = ()
+    resource_names: tuple[str, ...] = ()
+    resource_usage: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))  # (U, R)
+    resource_capacity: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, R), inf = uncapped
+    traffic_src: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    traffic_dst: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    traffic_rate: FloatArray = field(default_factory=lambda: np.zeros(0))
+    max_migrations: int | None = None
+    max_migration_cost: float | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_ids)
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_ids)
+
+    @cached_property
+    def load(self) -> FloatArray:
+        """Mean load of each unit over the statistics period (what the MILP balances)."""
+        return np.asarray(self.series.mean(axis=1), dtype=np.float64)
+
+    @cached_property
+    def movable(self) -> BoolArray:
+        return np.asarray(~self.pinned, dtype=np.bool_)
+
+    @cached_property
+    def active(self) -> BoolArray:
+        """Nodes that stay (the paper's set A)."""
+        return np.asarray(~self.draining, dtype=np.bool_)
+
+    @cached_property
+    def mean_utilization(self) -> float:
+        """Utilization of a perfectly balanced cluster: all load over the non-draining capacity (the paper's mean)."""
+        return float(100.0 * self.load.sum() / self.capacity[self.active].sum())
+
+    def node_load(self, assignment: IntArray) -> FloatArray:
+        """Mean load per node for an assignment with every unit placed."""
+        return np.bincount(assignment, weights=self.load, minlength=self.n_nodes)[: self.n_nodes].astype(
+            np.float64
+        )
+
+    def utilization(self, assignment: IntArray) -> FloatArray:
+        return 100.0 * self.node_load(assignment) / self.capacity
+
+    def load_distance(self, assignment: IntArray) -> float:
+        util = self.utilization(assignment)[self.active]
+        return float(np.max(np.abs(util - self.mean_utilization)))
+
+    def utilization_cap(self) -> float:
+        """No node that receives units may end above this utilization: 100% or the current peak if higher."""
+        placed = self.current >= 0
+        if not placed.any():
+            return max(100.0, self.mean_utilization)
+        load = np.bincount(self.current[placed], weights=self.load[placed], minlength=self.n_nodes)
+        return float(max(100.0, np.max(100.0 * load / self.capacity)))
+
+    def migration_mask(self, assignment: IntArray) -> BoolArray:
+        """Units that migrate: placed before and on another node now (a first placement is not a migration)."""
+        return np.asarray((self.current >= 0) & (assignment != self.current), dtype=np.bool_)
+
+    def within_budget(self, assignment: IntArray) -> bool:
+        moved = self.migration_mask(assignment)
+        if self.max_migrations is not None and int(moved.sum()) > self.max_migrations:
+            return False
+        return not (
+            self.max_migration_cost is not None
+            and float(self.state_size[moved].sum()) > self.max_migration_cost * (1 + 1e-12)
+        )
+
+
+@dataclass(frozen=True)
+class AddedNode:
+    id: str
+    capacity: float
+
+
+@dataclass
+class Plan:
+    """A solver's answer: a node index for every unit (indices >= n_nodes refer to `added_nodes`)."""
+
+    assignment: IntArray
+    status: PlanStatus
+    added_nodes: tuple[AddedNode, ...] = ()
+    removed_nodes: tuple[int, ...] = ()  # node indices the plan empties and releases (besides drained nodes)
+    lower_bound: float | None = None  # proven lower bound on the load distance
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,89 @@
+"""Statistics of a cluster state (one assignment): the before/after numbers of every plan.
+
+Definitions (shared by every algorithm; see schemas.assignment.PlanStats):
+- utilization = 100 x node load / capacity; load distance = max over staying nodes of |utilization - mean|, with
+  mean = 100 x total load / staying capacity (Madsen et al.; equal to the plain mean once draining nodes are empty);
+- imbalance = variance of staying node loads in the latest window, imbalance_total = summed over windows (Guo & Zhou);
+- avg_load_correlation = mean Pearson correlation over pairs of staying node load series, mean_node_load_variance =
+  mean variance of those series (Xing et al.). A constant series has no defined correlation: it counts as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.instance import AssignmentInstance, FloatArray, IntArray
+
+
+@dataclass(frozen=True)
+class ClusterStats:
+    load_distance: float
+    max_utilization: float
+    min_utilization: float
+    imbalance: float
+    imbalance_total: float
+    avg_load_correlation: float | None
+    mean_node_load_variance: float | None
+    parallelism: int
+
+
+def node_series(series: FloatArray, assignment: IntArray, n_nodes: int) -> FloatArray:
+    """Load series of each node (n_nodes, W): the sum of its units' series (sparse product, no Python loop).
+    Units not placed (index < 0) count nowhere."""
+    n_units = series.shape[0]
+    placed = np.flatnonzero(assignment >= 0)
+    indicator = sp.csr_matrix(
+        (np.ones(len(placed)), (assignment[placed], placed)), shape=(n_nodes, n_units), dtype=np.float64
+    )
+    return np.asarray(indicator @ series)
+
+
+def average_correlation(rows: FloatArray) -> float:
+    """Mean pairwise Pearson correlation of the rows; rows with zero variance correlate 0 with everything."""
+    n = rows.shape[0]
+    if n < 2:
+        return 0.0
+    centered = rows - rows.mean(axis=1, keepdims=True)
+    norms = np.sqrt((centered * centered).sum(axis=1))
+    ok = norms > 1e-12 * np.maximum(1.0, np.abs(rows).max(axis=1))
+    normalized = np.zeros_like(centered)
+    normalized[ok] = centered[ok] / norms[ok, None]
+    corr = normalized @ normalized.T
+    return float((corr.sum() - np.trace(corr)) / (n * (n - 1)))
+
+
+def cluster_stats(
+    instance: AssignmentInstance,
+    assignment: IntArray,
+    added_capacity: FloatArray | None = None,
+    removed: IntArray | None = None,
+) -> ClusterStats:
+    """Statistics of `assignment` (units at -1 are not placed yet and count nowhere). Added nodes (indices >= n_nodes) stay; removed nodes do not."""
+    extra = np.zeros(0) if added_capacity is None else np.asarray(added_capacity, dtype=np.float64)
+    capacity = np.concatenate([instance.capacity, extra])
+    staying = np.concatenate([instance.active, np.ones(len(extra), dtype=bool)])
+    if removed is not None and len(removed):
+        staying[np.asarray(removed)] = False
+    n_all = len(capacity)
+    per_node = node_series(instance.series, assignment, n_all)
+    mean_load = per_node.mean(axis=1)
+    util = 100.0 * mean_load / capacity
+    mean_util = 100.0 * float(instance.load.sum()) / float(capacity[staying].sum())
+    util_staying = util[staying]
+    stay_series = per_node[staying]
+    windows = stay_series.shape[1]
+    variance_per_window = stay_series.var(axis=0)
+    has_series = windows >= 2
+    return ClusterStats(
+        load_distance=float(np.max(np.abs(util_staying - mean_util))),
+        max_utilization=float(util.max()),
+        min_utilization=float(util_staying.min()),
+        imbalance=float(variance_per_window[-1]),
+        imbalance_total=float(variance_per_window.sum()),
+        avg_load_correlation=average_correlation(stay_series) if has_series else None,
+        mean_node_load_variance=float(stay_series.var(axis=1).mean()) if has_series else None,
+        parallelism=int(np.count_nonzero(np.bincount(assignment[assignment >= 0], minlength=n_all))),
+    )

@@ -1,0 +1,36 @@
+"""Shared fixtures: an in-process client (TestClient) and snapshot builders."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.main import create_app
+from service.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app(Settings())) as c:
+        yield c
+
+
+def make_snapshot(
+    n_nodes: int = 4, units_per_node: int = 6, seed: int = 0, windows: int | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A small valid /v1/assignment/plan request with skewed loads (optionally load series of `windows`)."""
+    rng = random.Random(seed)
+    nodes = [{"id": f"n{i}", "capacity": 100.0} for i in range(n_nodes)]
+    units = []
+    for i in range(n_nodes):
+        for j in range(units_per_node):
+            base = rng.uniform(1.0, 6.0) * (1.5 if i == 0 else 1.0)
+            load: float | list[float] = (
+                round(base, 3) if windows is None else [round(base * rng.uniform(0.5, 1.5), 3) for _ in range(windows)]
+            )
+            units.append({"id": f"u{i}-{j}", "node": f"n{i}", "load": load, "state_size": float(rng.randint(1, 9))})
+    return {"nodes": nodes, "units": units, **extra}
