@@ -1,11 +1,25 @@
 """Prometheus metrics of one app instance (own registry, so several apps in one process do not clash)."""
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+import resource
+import sys
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+
+
+def peak_rss_bytes() -> float:
+    """Peak resident memory of this process (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return float(peak if sys.platform == "darwin" else peak * 1024)
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, cpu seconds, open fds
+        self.peak_rss = Gauge(
+            "trimtab_peak_rss_bytes", "Peak resident memory of the process", registry=self.registry
+        )
+        self.peak_rss.set_function(peak_rss_bytes)
         self.plans = Counter(
             "trimtab_plans",
             "Plans answered, by endpoint, algorithm and status",

@@ -30,7 +30,11 @@ def make_snapshot(
         for j in range(units_per_node):
             base = rng.uniform(1.0, 6.0) * (1.5 if i == 0 else 1.0)
             load: float | list[float] = (
-                round(base, 3) if windows is None else [round(base * rng.uniform(0.5, 1.5), 3) for _ in range(windows)]
+                round(base, 3)
+                if windows is None
+                else [round(base * rng.uniform(0.5, 1.5), 3) for _ in range(windows)]
             )
-            units.append({"id": f"u{i}-{j}", "node": f"n{i}", "load": load, "state_size": float(rng.randint(1, 9))})
+            units.append(
+                {"id": f"u{i}-{j}", "node": f"n{i}", "load": load, "state_size": float(rng.randint(1, 9))}
+            )
     return {"nodes": nodes, "units": units, **extra}

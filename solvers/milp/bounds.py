@@ -7,6 +7,12 @@ mean + t must shed their excess and nodes below mean - t must receive their defi
 most one node's need, so  excess(t) <= movable_load  and  deficit(t) <= movable_load  are necessary. Both sides
 shrink as t grows, so the smallest feasible t is found by bisection; each node also gives
 t >= util - mean - (what it alone can shed), and t >= mean - util - (what it alone can receive).
+
+With max_migrations = K there is a stronger, counting version: a node above mean + t needs at least as many
+migrations as the fewest of its own movable units whose loads cover its excess, and the nodes' needs add up (a
+migration leaves one node); a node below mean - t needs at least the fewest of the largest movable units anywhere
+that cover its deficit (a migration enters one node). Both sums must be at most K. Units without a node are placed
+for free, so the deficit count is skipped when there are any.
 """
 
 from __future__ import annotations
@@ -64,10 +70,41 @@ def load_distance_lower_bound(instance: AssignmentInstance) -> float:
         0.0,
     )
 
+    active_nodes = np.flatnonzero(active)
+    count_limit = instance.max_migrations
+    own_prefix: dict[int, np.ndarray] = {}
+    if count_limit is not None:
+        for node in active_nodes:
+            own = instance.load[movable & (instance.current == node)]
+            own_prefix[int(node)] = np.cumsum(np.sort(own)[::-1])
+        global_prefix = np.cumsum(np.sort(instance.load[movable])[::-1])
+    tolerance = 1e-9
+
+    def needed(prefix: np.ndarray, amount: float) -> float:
+        """Fewest largest pieces whose sum covers `amount` (inf when even all of them do not)."""
+        if amount <= tolerance:
+            return 0.0
+        k = int(np.searchsorted(prefix, amount * (1 - 1e-12), side="left"))
+        return float(k + 1) if k < len(prefix) else np.inf
+
     def feasible(t: float) -> bool:
-        excess = float(np.sum(np.maximum(0.0, util - mean - t) * capacity) / 100.0)
-        deficit = float(np.sum(np.maximum(0.0, mean - t - util) * capacity) / 100.0)
-        return excess <= moved_max * (1 + 1e-12) and deficit <= moved_max * (1 + 1e-12)
+        excess_each = np.maximum(0.0, util - mean - t) * capacity / 100.0
+        deficit_each = np.maximum(0.0, mean - t - util) * capacity / 100.0
+        if excess_each.sum() > moved_max * (1 + 1e-12) or deficit_each.sum() > moved_max * (1 + 1e-12):
+            return False
+        if count_limit is None:
+            return True
+        out_needed = sum(
+            needed(own_prefix[int(node)], float(e))
+            for node, e in zip(active_nodes, excess_each, strict=True)
+            if e > 0
+        )
+        if out_needed > count_limit:
+            return False
+        if free_load > 0:
+            return True
+        in_needed = sum(needed(global_prefix, float(f)) for f in deficit_each if f > 0)
+        return in_needed <= count_limit
 
     lo, hi = 0.0, float(np.max(np.abs(util - mean)))
     if feasible(lo):

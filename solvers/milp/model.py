@@ -77,6 +77,14 @@ class MoveModel:
         return np.flatnonzero(assignment[self.move_unit] == self.move_to)
 
 
+@dataclass(frozen=True)
+class BackendResult:
+    chosen: IntArray | None  # indices of the move variables set to 1 (None: no solution found)
+    proven_optimal: bool
+    bound_d: float | None  # proven lower bound on d for this (restricted) model, in percentage points
+    rounding_error: float
+
+
 def build_move_model(
     instance: AssignmentInstance, nodes: IntArray, candidates: IntArray, start: IntArray
 ) -> MoveModel:
@@ -127,19 +135,29 @@ def objective_parts(instance: AssignmentInstance, assignment: IntArray) -> tuple
 
 
 def choose_neighbourhood(
-    instance: AssignmentInstance, start: IntArray, hint: IntArray, width: int, per_node: int
+    instance: AssignmentInstance,
+    reference: IntArray,
+    hint: IntArray,
+    width: int,
+    per_node: int,
+    start: IntArray,
+    extra_nodes: IntArray | None = None,
 ) -> tuple[IntArray, IntArray]:
     """Nodes and candidate units of the restricted model.
 
-    Nodes: the `width` most and least utilized staying nodes at the start, draining nodes that hold movable units,
-    and every node the hint changes. Units: on each of those nodes, the movable units spread over the load range (the
+    Nodes: the `width` most and least utilized staying nodes in `reference`, `extra_nodes` (positions among the
+    staying nodes), draining nodes that hold movable units, and every node the hint changes (relative to `start`). Units: on each of those nodes, the movable units spread over the load range (the
     largest ones and evenly spaced quantiles: a fine balance needs both big and small pieces), plus the hint's moves
     and every unit that has no node yet.
     """
-    util = 100.0 * np.bincount(start, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
+    util = (
+        100.0 * np.bincount(reference, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
+    )
     active = np.flatnonzero(instance.active)
     order = active[np.argsort(util[active], kind="stable")]
     nodes = set(order[:width].tolist()) | set(order[-width:].tolist())
+    if extra_nodes is not None:
+        nodes |= set(active[extra_nodes].tolist())
     movable = instance.movable
     nodes |= {int(n) for n in np.flatnonzero(instance.draining) if np.any(movable & (start == n))}
     changed = np.flatnonzero(hint != start)

@@ -19,9 +19,10 @@ import numpy as np
 from solvers import baselines
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan, PlanStatus
 from solvers.milp.bounds import load_distance_lower_bound
-from solvers.milp.cpsat import BackendResult, solve_cpsat
+from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
-from solvers.milp.model import build_move_model, choose_neighbourhood, objective_parts
+from solvers.milp.local_search import polish
+from solvers.milp.model import BackendResult, build_move_model, choose_neighbourhood, objective_parts
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
@@ -39,9 +40,10 @@ def solve_milp(
     relative_gap: float = 0.001,
     seed: int = 0,
     width: int | None = None,
-    per_node: int | None = None,
+    per_node: int = 12,
 ) -> Plan:
     started = time.perf_counter()
+    deadline = started + time_limit_s
     notes: list[str] = []
     start = instance.current.copy()
     if (start == UNPLACED).any():
@@ -54,43 +56,75 @@ def solve_milp(
     for name, heuristic in (("flux", baselines.flux), ("largest-load-first", baselines.largest_load_first)):
         candidates.append((name, heuristic(instance).assignment))
     best_name, best = min(candidates, key=lambda c: _key(instance, c[1]))
+    polish_until = started + 0.25 * time_limit_s
+    polished = polish(instance, best, polish_until, start)
+    if _key(instance, polished) < _key(instance, best):
+        best_name, best = f"{best_name} + descent", polished
+    floor_name, floor_key = best_name, _key(instance, best)
     lower = load_distance_lower_bound(instance)
-    best_d = _key(instance, best)[0]
 
-    proven = False
-    if best_d <= lower + OPTIMALITY_TOLERANCE:
-        proven = True
+    proven = best_key_meets(floor_key[0], lower)
+    if proven:
         notes.append(f"the {best_name} plan meets the lower bound; no solver call needed")
     else:
-        remaining = time_limit_s - (time.perf_counter() - started)
         n_active = int(instance.active.sum())
         budget_moves = instance.max_migrations if instance.max_migrations is not None else instance.n_units
-        width = width or max(4, min(n_active, 2 * min(budget_moves, n_active)))
-        per_node = per_node or 40
-        nodes, units = choose_neighbourhood(instance, start, best, width, per_node)
-        model = build_move_model(instance, nodes, units, start)
-        complete = len(nodes) == instance.n_nodes and len(units) == int(
-            (instance.movable | (instance.current == UNPLACED)).sum()
-        )
-        hint = model.moves_of(best)
+        width = min(width or int(np.clip(budget_moves // 4, 3, 6)), n_active)
         solve = solve_cpsat if backend == "cp-sat" else solve_highs
-        result: BackendResult = solve(model, hint, max(0.05, remaining), relative_gap, seed)
-        if result.chosen is not None:
-            solution = model.assignment_of(result.chosen)
-            if instance.within_budget(solution) and _key(instance, solution) < _key(instance, best):
-                best_name, best = f"milp ({backend})", solution
-        if complete and result.bound_d is not None:
-            lower = max(lower, result.bound_d)
+        rng = np.random.default_rng(seed)
+        rounding = 0.0
+        iterations = 0
+        # Large-neighbourhood search: each round solves the move model around the current best plan (its most and
+        # least utilized nodes, plus random others from the second round on) with the best plan as a complete hint,
+        # so every round is at least as good as the last. A complete neighbourhood proves optimality and ends it.
+        while True:
+            remaining = deadline - time.perf_counter() - 0.2 * time_limit_s
+            if remaining <= 0.02 or proven:
+                break
+            gap = _key(instance, best)[0] - lower
+            if gap <= relative_gap * _key(instance, best)[0]:
+                notes.append(f"stopped at a proven gap of {gap:.4g} points (relative_gap {relative_gap})")
+                break
+            extra = rng.choice(n_active, size=min(n_active, width), replace=False) if iterations else None
+            nodes, units = choose_neighbourhood(instance, best, best, width, per_node, start, extra)
+            model = build_move_model(instance, nodes, units, start)
+            complete = len(nodes) == instance.n_nodes and len(units) == int(
+                (instance.movable | (instance.current == UNPLACED)).sum()
+            )
+            # Complete models get all the time (a proof may come); partial ones a share, so several rounds run.
+            round_time = remaining if complete else min(remaining, max(0.1, 0.3 * time_limit_s))
+            result: BackendResult = solve(
+                model, model.moves_of(best), time.perf_counter() + round_time, relative_gap, seed + iterations
+            )
+            rounding = max(rounding, result.rounding_error)
+            iterations += 1
+            if result.chosen is not None:
+                solution = model.assignment_of(result.chosen)
+                if instance.within_budget(solution) and _key(instance, solution) < _key(instance, best):
+                    best_name, best = f"milp ({backend})", solution
+                if complete and result.proven_optimal:
+                    # The whole problem solved to optimality (in scaled integers): its d, less the rounding of
+                    # the scaling (on both the solution and the true optimum), bounds every plan.
+                    lower = max(lower, _key(instance, solution)[0] - 2 * rounding)
+            if complete and result.bound_d is not None:
+                lower = max(lower, result.bound_d)
+            proven = best_key_meets(_key(instance, best)[0], lower + 2 * rounding)
+            if complete:
+                break
+        polished = polish(instance, best, deadline, start)
+        if _key(instance, polished) < _key(instance, best):
+            best = polished
+            best_name = best_name if best_name.startswith("milp") else f"{best_name} + descent"
         notes.append(
-            f"{backend}: {model.n_moves} move variables over {len(nodes)} nodes and {len(units)} candidate units"
-            + ("" if complete else " (restricted neighbourhood)")
+            f"{backend}: {iterations} neighbourhood rounds of width {width} and {per_node} units per node"
         )
-        best_d = _key(instance, best)[0]
-        proven = best_d <= lower + OPTIMALITY_TOLERANCE + result.rounding_error or (
-            complete and result.proven_optimal
-        )
-    if best_name not in ("current",) and not best_name.startswith("milp"):
-        notes.append(f"the {best_name} plan was at least as good as the solver's; returned it")
+    if not best_name.startswith("milp") and best_name != "current":
+        notes.append(f"the {floor_name} plan was at least as good as the solver's; returned it")
+    best_d = _key(instance, best)[0]
     changed = bool((best != instance.current).any())
     status: PlanStatus = "optimal" if proven and changed else ("feasible" if changed else "unchanged")
     return Plan(assignment=best, status=status, lower_bound=min(lower, best_d), notes=notes)
+
+
+def best_key_meets(distance: float, lower: float) -> bool:
+    return distance <= lower + OPTIMALITY_TOLERANCE
