@@ -103,12 +103,15 @@ def solve_milp(
                 if instance.within_budget(solution) and _key(instance, solution) < _key(instance, best):
                     best_name, best = f"milp ({backend})", solution
                 if complete and result.proven_optimal:
-                    # The whole problem solved to optimality (in scaled integers): its d, less the rounding of
-                    # the scaling (on both the solution and the true optimum), bounds every plan.
+                    # The whole problem solved to optimality in scaled integers: its d, less the rounding of the
+                    # scaling (on both the solution and the true optimum), bounds every plan.
                     lower = max(lower, _key(instance, solution)[0] - 2 * rounding)
+                    if _key(instance, best) <= _key(instance, solution):
+                        proven = True
+                        notes.append(f"optimal up to CP-SAT's integer scaling ({2 * rounding:.2g} points)")
             if complete and result.bound_d is not None:
                 lower = max(lower, result.bound_d)
-            proven = best_key_meets(_key(instance, best)[0], lower + 2 * rounding)
+            proven = proven or best_key_meets(_key(instance, best)[0], lower)
             if complete:
                 break
         polished = polish(instance, best, deadline, start)
