@@ -1,7 +1,8 @@
 """Baseline rebalancers on the same instance and budget as the MILP: flux, largest-load-first, round-robin, random.
 
 All of them: place units that have no node yet, never move pinned units, never move units onto draining nodes, stop
-when the budget is spent, and never let a receiving node exceed `instance.utilization_cap()`.
+when the budget is spent, never let a receiving node exceed `instance.utilization_cap()`, and keep every further
+resource of a receiving node at most at max(its capacity, its usage before the plan).
 """
 
 from __future__ import annotations
@@ -10,19 +11,59 @@ import heapq
 
 import numpy as np
 
+from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan
 
 
 class BudgetTracker:
-    """Counts migrations and their cost against the instance's budget."""
+    """Counts migrations and their cost against the instance's budget, and further-resource usage per node."""
 
     def __init__(self, instance: AssignmentInstance) -> None:
         self.instance = instance
         self.moves = 0
         self.cost = 0.0
+        self.has_resources = len(instance.resource_names) > 0
+        if self.has_resources:
+            placed = instance.current >= 0
+            self.usage = np.zeros((instance.n_nodes, len(instance.resource_names)))
+            np.add.at(self.usage, instance.current[placed], instance.resource_usage[placed])
+            self.limit = np.maximum(instance.resource_capacity, self.usage)
 
-    def allows(self, unit: int) -> bool:
+    def fits(self, unit: int, dest: int) -> bool:
+        """Whether `dest` has room for the unit's further resources."""
+        if not self.has_resources:
+            return True
+        after = self.usage[dest] + self.instance.resource_usage[unit]
+        return bool(np.all(after <= self.limit[dest] * (1 + 1e-9) + 1e-9))
+
+    def fits_steps(self, steps: list[tuple[int, int]], assignment: IntArray) -> bool:
+        """Whether the simultaneous moves (unit, dest) leave every receiving node within its resource room."""
+        if not self.has_resources:
+            return True
+        change: dict[int, np.ndarray] = {}
+        for unit, dest in steps:
+            use = self.instance.resource_usage[unit]
+            change[dest] = change.get(dest, 0.0) + use
+            if assignment[unit] >= 0:
+                change[int(assignment[unit])] = change.get(int(assignment[unit]), 0.0) - use
+        return all(
+            bool(np.all(self.usage[n] + delta <= self.limit[n] * (1 + 1e-9) + 1e-9))
+            for n, delta in change.items()
+            if any(dest == n for _, dest in steps)
+        )
+
+    def track(self, assignment: IntArray) -> None:
+        """Take the resource usage of `assignment` (the budget counters are left alone)."""
+        if self.has_resources:
+            self.usage = np.zeros_like(self.usage)
+            placed = assignment >= 0
+            np.add.at(self.usage, assignment[placed], self.instance.resource_usage[placed])
+
+    def allows(self, unit: int, dest: int | None = None) -> bool:
+        """Whether moving `unit` (to `dest`, when given) stays within the budget and the resource room."""
         inst = self.instance
+        if dest is not None and not self.fits(unit, dest):
+            return False
         if inst.current[unit] == UNPLACED:
             return True
         if inst.max_migrations is not None and self.moves + 1 > inst.max_migrations:
@@ -35,6 +76,10 @@ class BudgetTracker:
     def spend(self, unit: int, assignment: IntArray, to: int) -> None:
         """Move `unit` to `to`, accounting a migration only when it leaves its original node."""
         inst = self.instance
+        if self.has_resources:
+            if assignment[unit] >= 0:
+                self.usage[assignment[unit]] -= inst.resource_usage[unit]
+            self.usage[to] += inst.resource_usage[unit]
         original = inst.current[unit]
         was_moved = original != UNPLACED and assignment[unit] != original
         now_moved = original != UNPLACED and to != original
@@ -52,27 +97,68 @@ class BudgetTracker:
         return inst.max_migrations is not None and self.moves >= inst.max_migrations
 
 
-def place_unplaced(instance: AssignmentInstance, assignment: IntArray, node_load: np.ndarray) -> None:
-    """Largest-first onto the least utilized staying node (LPT); updates assignment and node_load in place."""
+def place_unplaced(
+    instance: AssignmentInstance,
+    assignment: IntArray,
+    node_load: np.ndarray,
+    tracker: BudgetTracker | None = None,
+) -> None:
+    """Largest-first onto the least utilized staying node with room (LPT); updates the arguments in place."""
     unplaced = np.flatnonzero(assignment == UNPLACED)
     if not len(unplaced):
         return
+    tracker = tracker or BudgetTracker(instance)
     active = np.flatnonzero(instance.active)
     heap = [(node_load[i] / instance.capacity[i], int(i)) for i in active]
     heapq.heapify(heap)
     for unit in unplaced[np.argsort(-instance.load[unplaced], kind="stable")]:
+        skipped = []
+        while heap and not tracker.fits(int(unit), heap[0][1]):
+            skipped.append(heapq.heappop(heap))
+        if not heap:
+            raise UnsolvableRequest(
+                ("body", "units", int(unit), "resources"),
+                "the unit fits on no staying node (further resources)",
+            )
         _, node = heapq.heappop(heap)
-        assignment[unit] = node
+        tracker.spend(int(unit), assignment, node)
         node_load[node] += instance.load[unit]
         heapq.heappush(heap, (node_load[node] / instance.capacity[node], node))
+        for item in skipped:
+            heapq.heappush(heap, item)
+
+
+def _first_fitting(
+    instance: AssignmentInstance,
+    tracker: BudgetTracker,
+    node_load: np.ndarray,
+    cap: float,
+    unit: int,
+    preferred: list[int],
+) -> int:
+    """The first node of `preferred` where a unit without a node fits (utilization cap, resource room), else the
+    least utilized staying node where it fits."""
+    active = np.flatnonzero(instance.active)
+    util_after = 100.0 * (node_load + instance.load[unit]) / instance.capacity
+    fallback = active[np.argsort(util_after[active], kind="stable")].tolist()
+    for node in [*preferred, *fallback]:
+        if instance.active[node] and util_after[node] <= cap and tracker.fits(unit, node):
+            return int(node)
+    for node in fallback:  # over the cap everywhere: the least utilized node with resource room
+        if tracker.fits(unit, node):
+            return int(node)
+    raise UnsolvableRequest(
+        ("body", "units", unit, "resources"), "the unit fits on no staying node (further resources)"
+    )
 
 
 def _start(instance: AssignmentInstance) -> tuple[IntArray, np.ndarray, BudgetTracker]:
     assignment = instance.current.copy()
     placed = assignment >= 0
     node_load = np.bincount(assignment[placed], weights=instance.load[placed], minlength=instance.n_nodes)
-    place_unplaced(instance, assignment, node_load)
-    return assignment, node_load.astype(np.float64), BudgetTracker(instance)
+    tracker = BudgetTracker(instance)
+    place_unplaced(instance, assignment, node_load, tracker)
+    return assignment, node_load.astype(np.float64), tracker
 
 
 def _finish(instance: AssignmentInstance, assignment: IntArray, budget: BudgetTracker) -> Plan:
@@ -92,11 +178,16 @@ def _drain(
     for node in np.flatnonzero(instance.draining):
         units = np.flatnonzero((assignment == node) & instance.movable)
         for unit in units[np.argsort(-instance.load[units], kind="stable")]:
-            if not budget.allows(unit):
-                continue
             util_after = 100.0 * (node_load[active] + instance.load[unit]) / instance.capacity[active]
-            dest = int(active[np.argmin(util_after)])
-            if util_after.min() > cap:
+            dest = next(
+                (
+                    int(active[j])
+                    for j in np.argsort(util_after, kind="stable")
+                    if budget.fits(int(unit), int(active[j]))
+                ),
+                -1,
+            )
+            if dest < 0 or util_after[active == dest][0] > cap or not budget.allows(int(unit)):
                 continue
             node_load[node] -= instance.load[unit]
             node_load[dest] += instance.load[unit]
@@ -134,7 +225,7 @@ def flux(instance: AssignmentInstance) -> Plan:
             fit = np.abs(gap - shift[useful])
             for pick in np.argsort(fit, kind="stable"):
                 unit = int(candidates[pick])
-                if budget.allows(unit):
+                if budget.allows(unit, lo):
                     node_load[hi] -= instance.load[unit]
                     node_load[lo] += instance.load[unit]
                     budget.spend(unit, assignment, lo)
@@ -172,7 +263,7 @@ def largest_load_first(instance: AssignmentInstance) -> Plan:
         ok = (dest_util < peak - 1e-12) & (dest_util <= cap) & (instance.load[units] > 0)
         chosen = None
         for unit in units[ok][np.argsort(-instance.load[units[ok]], kind="stable")]:
-            if budget.allows(int(unit)):
+            if budget.allows(int(unit), lo):
                 chosen = int(unit)
                 break
         if chosen is None:
@@ -210,20 +301,27 @@ def round_robin(instance: AssignmentInstance) -> Plan:
                 return node
         return None
 
+    node_load = np.bincount(
+        assignment[assignment >= 0], weights=instance.load[assignment >= 0], minlength=instance.n_nodes
+    )
+    cap = instance.utilization_cap()
     for unit in np.flatnonzero(assignment == UNPLACED):
-        node = next_under()
-        if node is None:
-            node = int(active[cursor % n_active])
-            cursor += 1
-        assignment[unit] = node
+        preferred = next_under()
+        node = _first_fitting(
+            instance, budget, node_load, cap, int(unit), [] if preferred is None else [preferred]
+        )
+        budget.spend(int(unit), assignment, node)
+        node_load[node] += instance.load[unit]
         count[node] += 1
     for node in np.argsort(-(count - share), kind="stable"):
         for unit in np.flatnonzero((assignment == node) & instance.movable)[::-1]:
             if count[node] <= share[node] or budget.exhausted:
                 break
             dest = next_under()
-            if dest is None or not budget.allows(int(unit)):
+            if dest is None:
                 break
+            if not budget.allows(int(unit), dest):
+                continue
             count[node] -= 1
             count[dest] += 1
             budget.spend(int(unit), assignment, dest)
@@ -240,11 +338,11 @@ def random_moves(instance: AssignmentInstance, seed: int = 0) -> Plan:
     active = np.flatnonzero(instance.active)
     placed = assignment >= 0
     node_load = np.bincount(assignment[placed], weights=instance.load[placed], minlength=instance.n_nodes)
-    for unit in np.flatnonzero(assignment == UNPLACED):
-        node = int(rng.choice(active))
-        assignment[unit] = node
-        node_load[node] += instance.load[unit]
     cap = instance.utilization_cap()
+    for unit in np.flatnonzero(assignment == UNPLACED):
+        node = _first_fitting(instance, budget, node_load, cap, int(unit), rng.permutation(active).tolist())
+        budget.spend(int(unit), assignment, node)
+        node_load[node] += instance.load[unit]
     movable = np.flatnonzero(instance.movable & (instance.current >= 0))
     # Units on draining nodes go first, so random still drains; the rest are drawn in random order.
     on_draining = movable[instance.draining[instance.current[movable]]]
@@ -252,10 +350,10 @@ def random_moves(instance: AssignmentInstance, seed: int = 0) -> Plan:
     for unit in np.concatenate([rng.permutation(on_draining), others]):
         if budget.exhausted:
             break
-        if not budget.allows(int(unit)):
-            continue
         dest = int(rng.choice(active))
         src = int(assignment[unit])
+        if not budget.allows(int(unit), dest):
+            continue
         if dest == src or 100.0 * (node_load[dest] + instance.load[unit]) / instance.capacity[dest] > cap:
             continue
         node_load[src] -= instance.load[unit]

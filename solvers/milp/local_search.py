@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from solvers.baselines import BudgetTracker
 from solvers.instance import AssignmentInstance, IntArray
 
 SWAP_PARTNERS = 8  # opposite nodes tried for swaps per step
@@ -46,7 +47,8 @@ def polish(
     max_cost = inst.max_migration_cost if inst.max_migration_cost is not None else np.inf
     active = np.flatnonzero(inst.active)
     movable = inst.movable
-    has_resources = len(inst.resource_names) > 0
+    resources = BudgetTracker(inst)  # only its resource room is used here; the budget is tracked below
+    resources.track(assignment)
 
     def budget_delta(units: IntArray, dest: IntArray) -> tuple[np.ndarray, np.ndarray]:
         before = counts_budget[units] & (assignment[units] != original[units])
@@ -140,8 +142,8 @@ def polish(
             break
         _, unit, dest, other = best_step
         steps = [(unit, dest)] + ([(other, node)] if other >= 0 else [])
-        if has_resources and not _resources_ok(inst, assignment, steps):
-            break
+        if not resources.fits_steps(steps, assignment):
+            break  # the best step breaks a resource cap: stop rather than search a worse one
         for u, to in steps:
             dn, dc = budget_delta(np.array([u]), np.array([to]))
             used_moves += int(dn[0])
@@ -149,20 +151,5 @@ def polish(
             src = assignment[u]
             util[src] -= 100.0 * load[u] / capacity[src]
             util[to] += 100.0 * load[u] / capacity[to]
-            assignment[u] = to
+            resources.spend(u, assignment, to)  # moves the unit and its resource usage
     return assignment
-
-
-def _resources_ok(inst: AssignmentInstance, assignment: IntArray, steps: list[tuple[int, int]]) -> bool:
-    """Further resources stay within max(capacity, usage before the plan) on every node a step touches."""
-    trial = assignment.copy()
-    for u, to in steps:
-        trial[u] = to
-    touched = {int(to) for _, to in steps} | {int(assignment[u]) for u, _ in steps}
-    for node in touched:
-        before = inst.resource_usage[inst.current == node].sum(axis=0)
-        after = inst.resource_usage[trial == node].sum(axis=0)
-        limit = np.maximum(inst.resource_capacity[node], before)
-        if np.any(after > limit * (1 + 1e-9) + 1e-9):
-            return False
-    return True
