@@ -128,6 +128,11 @@ class PlanStats(ResponseModel):
         description="Mean over nodes of the variance of the node's load series; null without series.",
     )
     parallelism: int = Field(description="Nodes that hold at least one unit.")
+    min_mean_node_load_variance: float | None = Field(
+        default=None,
+        description="Theorem 1 of Xing et al.: var(total load series) / n^2 over the n non-draining nodes, the "
+        "smallest mean_node_load_variance any balanced placement can reach; null without series.",
+    )
 
 
 class LowerBound(ResponseModel):
