@@ -130,8 +130,8 @@ class PlanStats(ResponseModel):
     parallelism: int = Field(description="Nodes that hold at least one unit.")
     min_mean_node_load_variance: float | None = Field(
         default=None,
-        description="Theorem 1 of Xing et al.: var(total load series) / n^2 over the n non-draining nodes, the "
-        "smallest mean_node_load_variance any balanced placement can reach; null without series.",
+        description="Theorem 1 of Xing et al.: var(X) / n^2, X the summed load series of the n non-draining nodes: "
+        "no placement of that load has a smaller mean_node_load_variance; null without series.",
     )
 
 

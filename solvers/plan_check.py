@@ -90,7 +90,7 @@ def _stats(
             stats["avg_load_correlation"] = 0.0
         stats["mean_node_load_variance"] = _mean([_variance(r) for r in rows])
         # Theorem 1 (Xing et al.): the mean node variance is at least var(total series) / n^2.
-        total = [math.fsum(s[w] for s in series_by_unit.values()) for w in range(windows)]
+        total = [math.fsum(r[w] for r in rows) for w in range(windows)]
         stats["min_mean_node_load_variance"] = _variance(total) / len(rows) ** 2
     return stats
 

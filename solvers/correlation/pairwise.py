@@ -63,6 +63,15 @@ class PairContext:
         self.movable = inst.movable
         self.staying = np.flatnonzero(inst.active)
 
+    def pair_within_cap(self, a: int, b: int) -> bool:
+        """Whether neither node of the pair ends above the cap while holding a unit that was elsewhere."""
+        st = self.state
+        util = st.utilization()
+        return all(
+            util[n] <= self.cap * (1 + 1e-12) or not np.any((st.assignment == n) & (st.instance.current != n))
+            for n in (a, b)
+        )
+
     def units_on(self, node: int) -> IntArray:
         return np.flatnonzero((self.state.assignment == node) & self.movable)
 
@@ -219,12 +228,7 @@ def two_way(ctx: PairContext, a: int, b: int) -> bool:
     util = st.utilization()
     heavy, light = (a, b) if util[a] >= util[b] else (b, a)
     one_way(ctx, heavy, light)
-    util = st.utilization()
-    receivers_ok = all(
-        util[n] <= ctx.cap * (1 + 1e-12) or not np.any((st.assignment == n) & (st.instance.current != n))
-        for n in (a, b)
-    )
-    if st.within_budget() and receivers_ok:
+    if st.within_budget() and ctx.pair_within_cap(a, b):
         return True
     st.restore(snap)
     util = st.utilization()
@@ -234,7 +238,10 @@ def two_way(ctx: PairContext, a: int, b: int) -> bool:
 
 
 def selective_exchange(ctx: PairContext, a: int, b: int) -> None:
-    """3.3.3: balance, exchange operators whose score exceeds delta (from the more loaded node), balance."""
+    """3.3.3: balance, exchange operators whose score exceeds delta (from the more loaded node), balance.
+
+    An exchange may overload the receiver for a moment (the next step sends an operator back): the cap is checked
+    on the pair's final state, and a pair that ends over it keeps only the first balancing step."""
     st = ctx.state
 
     def ordered() -> tuple[int, int]:
@@ -242,11 +249,13 @@ def selective_exchange(ctx: PairContext, a: int, b: int) -> None:
         return (a, b) if util[a] >= util[b] else (b, a)
 
     one_way(ctx, *ordered())
+    snap = st.snapshot()
     pair_units = len(ctx.units_on(a)) + len(ctx.units_on(b))
+    exchanged = 0
     for _ in range(pair_units):
         heavy, light = ordered()
         units = ctx.units_on(heavy)
-        units = units[ctx.fits(units, light)]
+        units = units[st.migrations_allowed(units, light)]
         if not len(units):
             break
         rho = st.rho(units, np.array([heavy, light]))
@@ -255,7 +264,11 @@ def selective_exchange(ctx: PairContext, a: int, b: int) -> None:
         if not good.any():
             break
         st.move(int(units[good][ctx.pick(st.load[units[good]], scores[good])]), light)
-    one_way(ctx, *ordered())
+        exchanged += 1
+    if exchanged:
+        one_way(ctx, *ordered())
+        if not ctx.pair_within_cap(a, b):
+            st.restore(snap)
 
 
 def run_pair(ctx: PairContext, variant: str, a: int, b: int) -> None:
