@@ -50,7 +50,67 @@ class RandomParams(StrictModel):
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
 
 
+class CorrelationGlobalParams(StrictModel):
+    """Xing, Zdonik & Hwang, Section 3.4: greedy placement by correlation score onto the least loaded node, one round
+    of one-way balancing, then pair-wise correlation improvement (tabu list of node pairs). Needs load series."""
+
+    name: Literal["correlation-global"] = "correlation-global"
+    theta: float = Field(
+        default=0.8,
+        ge=-1.0,
+        le=1.0,
+        description="Correlation improvement threshold: improve until the average node-pair load correlation "
+        "exceeds it (Table 2: 0.8).",
+    )
+    epsilon: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Load balancing threshold, a fraction of node capacity: pairs further apart get balanced "
+        "(Table 2: 0.1).",
+    )
+
+
+class CorrelationPairwiseParams(StrictModel):
+    """Xing, Zdonik & Hwang, Section 3.3: one load distribution period of a pair-wise algorithm (nodes paired most
+    with least loaded). Needs load series."""
+
+    name: Literal["correlation-pairwise"] = "correlation-pairwise"
+    variant: Literal[
+        "one-way", "two-way", "selective-exchange", "improved-two-way", "improved-selective-exchange"
+    ] = Field(
+        default="improved-selective-exchange",
+        description="one-way (3.3.1), two-way redistribution (3.3.2), selective-exchange (3.3.3), and their "
+        "improved forms with the correlation improvement step (3.3.4).",
+    )
+    epsilon: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Load balancing threshold, a fraction of node capacity (0.1).",
+    )
+    delta: float = Field(
+        default=0.2,
+        gt=0.0,
+        le=1.0,
+        description="Score threshold for an operator exchange (selective exchange; Table 2: 0.2). Scores lie in "
+        "[-1, 1]; the paper requires delta > 0.",
+    )
+    theta: float = Field(
+        default=0.8,
+        ge=-1.0,
+        le=1.0,
+        description="Correlation improvement threshold for the improved variants (Table 2: 0.8).",
+    )
+
+
 AlgorithmParams = Annotated[
-    MilpParams | FluxParams | LargestLoadFirstParams | RoundRobinParams | RandomParams,
+    MilpParams
+    | FluxParams
+    | LargestLoadFirstParams
+    | RoundRobinParams
+    | RandomParams
+    | CorrelationGlobalParams
+    | CorrelationPairwiseParams,
     Field(discriminator="name"),
 ]

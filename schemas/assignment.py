@@ -128,6 +128,11 @@ class PlanStats(ResponseModel):
         description="Mean over nodes of the variance of the node's load series; null without series.",
     )
     parallelism: int = Field(description="Nodes that hold at least one unit.")
+    min_mean_node_load_variance: float | None = Field(
+        default=None,
+        description="Theorem 1 of Xing et al.: var(X) / n^2, X the summed load series of the n non-draining nodes: "
+        "no placement of that load has a smaller mean_node_load_variance; null without series.",
+    )
 
 
 class LowerBound(ResponseModel):

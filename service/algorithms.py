@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from schemas import algorithms as params
-from solvers import baselines
+from solvers import baselines, correlation
 from solvers.instance import AssignmentInstance, Plan
 from solvers.milp import solve_milp
 
@@ -71,6 +71,27 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             ("budget",),
             lambda inst, p, t: baselines.random_moves(inst, seed=p.seed),
             params.RandomParams,
+        ),
+        AlgorithmSpec(
+            "correlation-global",
+            "Initial or global placement: minimize node load variance and maximize node load correlation (greedy by "
+            "correlation score, balancing, correlation improvement); over the budget it falls back to the improved "
+            "selective exchange.",
+            "Xing, Zdonik & Hwang (Borealis), Section 3.4",
+            ("load series (>= 2 windows)", "budget"),
+            lambda inst, p, t: correlation.solve_global(inst, theta=p.theta, epsilon=p.epsilon),
+            params.CorrelationGlobalParams,
+        ),
+        AlgorithmSpec(
+            "correlation-pairwise",
+            "One load distribution period: pair the most with the least loaded nodes and move operators by "
+            "correlation score (one-way, two-way, selective exchange, improved variants), within the budget.",
+            "Xing, Zdonik & Hwang (Borealis), Section 3.3",
+            ("load series (>= 2 windows)", "budget"),
+            lambda inst, p, t: correlation.solve_pairwise(
+                inst, variant=p.variant, epsilon=p.epsilon, delta=p.delta, theta=p.theta
+            ),
+            params.CorrelationPairwiseParams,
         ),
     )
 }

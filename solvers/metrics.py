@@ -6,6 +6,8 @@ Definitions (shared by every algorithm; see schemas.assignment.PlanStats):
 - imbalance = variance of staying node loads in the latest window, imbalance_total = summed over windows (Guo & Zhou);
 - avg_load_correlation = mean Pearson correlation over pairs of staying node load series, mean_node_load_variance =
   mean variance of those series (Xing et al.). A constant series has no defined correlation: it counts as 0.
+- min_mean_node_load_variance = var(X) / n^2, X the summed load series of the n staying nodes: by Xing et al.'s Theorem 1 no
+  balanced placement has a smaller mean_node_load_variance (reached only when every node carries X / n).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class ClusterStats:
     avg_load_correlation: float | None
     mean_node_load_variance: float | None
     parallelism: int
+    min_mean_node_load_variance: float | None = None
 
 
 def node_series(series: FloatArray, assignment: IntArray, n_nodes: int) -> FloatArray:
@@ -86,4 +89,7 @@ def cluster_stats(
         avg_load_correlation=average_correlation(stay_series) if has_series else None,
         mean_node_load_variance=float(stay_series.var(axis=1).mean()) if has_series else None,
         parallelism=int(np.count_nonzero(np.bincount(assignment[assignment >= 0], minlength=n_all))),
+        min_mean_node_load_variance=float(stay_series.sum(axis=0).var() / len(stay_series) ** 2)
+        if has_series
+        else None,
     )

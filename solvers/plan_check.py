@@ -77,6 +77,7 @@ def _stats(
         "parallelism": sum(1 for n in all_nodes if counts[n] > 0),
         "avg_load_correlation": None,
         "mean_node_load_variance": None,
+        "min_mean_node_load_variance": None,
     }
     if windows >= 2:
         rows = [totals[n] for n in staying]
@@ -88,6 +89,9 @@ def _stats(
         elif len(rows) < 2:
             stats["avg_load_correlation"] = 0.0
         stats["mean_node_load_variance"] = _mean([_variance(r) for r in rows])
+        # Theorem 1 (Xing et al.): the mean node variance is at least var(total series) / n^2.
+        total = [math.fsum(r[w] for r in rows) for w in range(windows)]
+        stats["min_mean_node_load_variance"] = _variance(total) / len(rows) ** 2
     return stats
 
 
@@ -215,6 +219,9 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
                 problems.append(f"{label}.{key} missing")
             elif not _close(claimed[key], value, abs(value) if isinstance(value, float) else 1.0):
                 problems.append(f"{label}.{key} reported {claimed[key]}, recomputed {value}")
+    floor, variance = after["min_mean_node_load_variance"], after["mean_node_load_variance"]
+    if floor is not None and variance is not None and variance < floor * (1 - 1e-9) - 1e-9:
+        problems.append(f"mean node load variance {variance} is below the Theorem 1 minimum {floor}")
     bound = (plan.get("lower_bound") or {}).get("load_distance")
     if bound is not None and bound > after["load_distance"] + 1e-6:
         problems.append(f"lower bound {bound} exceeds the plan's load distance {after['load_distance']}")

@@ -1,0 +1,133 @@
+"""correlation-global / correlation-pairwise through POST /v1/assignment/plan: bad input and report fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from solvers.plan_check import check_plan
+from tests.conftest import make_snapshot
+
+ALGORITHMS: list[dict[str, Any]] = [
+    {"name": "correlation-global"},
+    *(
+        {"name": "correlation-pairwise", "variant": v}
+        for v in (
+            "one-way",
+            "two-way",
+            "selective-exchange",
+            "improved-two-way",
+            "improved-selective-exchange",
+        )
+    ),
+]
+
+
+def _post(client: TestClient, body: dict[str, Any]) -> Any:
+    return client.post("/v1/assignment/plan", json=body)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS, ids=lambda a: a.get("variant", a["name"]))
+def test_plan_is_valid_and_reports_correlation_fields(client: TestClient, algorithm: dict[str, Any]) -> None:
+    body = make_snapshot(
+        n_nodes=5, units_per_node=6, windows=10, algorithm=algorithm, budget={"max_migrations": 6}
+    )
+    response = _post(client, body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert check_plan(body, plan) == []
+    for label in ("before", "after"):
+        stats = plan[label]
+        assert stats["avg_load_correlation"] is not None
+        assert stats["min_mean_node_load_variance"] <= stats["mean_node_load_variance"] + 1e-9
+    assert plan["migrations"] <= 6
+    assert plan["load_moved"] >= 0.0
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS[:2], ids=lambda a: a.get("variant", a["name"]))
+def test_series_shorter_than_two_windows_is_a_422_naming_the_load(
+    client: TestClient, algorithm: dict[str, Any]
+) -> None:
+    body = make_snapshot(n_nodes=3, algorithm=algorithm)  # single mean loads: no series
+    response = _post(client, body)
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/problem+json")
+    errors = response.json()["errors"]
+    assert errors[0]["loc"] == ["body", "units", 0, "load"]
+    assert "at least 2 windows" in errors[0]["msg"]
+
+
+def test_unequal_series_lengths_are_a_422(client: TestClient) -> None:
+    body = make_snapshot(n_nodes=3, windows=5, algorithm={"name": "correlation-global"})
+    body["units"][4]["load"] = body["units"][4]["load"][:3]
+    response = _post(client, body)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "units", 4, "load"]
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "field"),
+    [
+        ({"name": "correlation-global", "theta": 1.5}, "theta"),
+        ({"name": "correlation-global", "epsilon": -0.1}, "epsilon"),
+        ({"name": "correlation-pairwise", "delta": 0.0}, "delta"),
+        ({"name": "correlation-pairwise", "delta": 1.2}, "delta"),
+        ({"name": "correlation-pairwise", "theta": -2}, "theta"),
+        ({"name": "correlation-pairwise", "epsilon": 3}, "epsilon"),
+        ({"name": "correlation-pairwise", "variant": "three-way"}, "variant"),
+        ({"name": "correlation-pairwise", "delta": "NaN"}, "delta"),
+    ],
+)
+def test_thresholds_out_of_range_are_a_422_naming_the_field(
+    client: TestClient, algorithm: dict[str, Any], field: str
+) -> None:
+    body = make_snapshot(n_nodes=3, windows=4, algorithm=algorithm)
+    response = _post(client, body)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    locs = [e["loc"] for e in response.json()["errors"]]
+    assert any(loc[-1] == field and "algorithm" in loc for loc in locs), locs
+
+
+def test_constant_series_are_noted_and_count_as_zero_correlation(client: TestClient) -> None:
+    body = make_snapshot(n_nodes=3, windows=6, algorithm={"name": "correlation-global"})
+    body["units"][0]["load"] = [3.0] * 6
+    body["units"][1]["load"] = [0.0] * 6
+    response = _post(client, body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert check_plan(body, plan) == []
+    assert any("2 unit(s) have a constant load series" in note for note in plan["notes"]), plan["notes"]
+
+
+def test_all_constant_series_still_balance(client: TestClient) -> None:
+    body = make_snapshot(
+        n_nodes=4, windows=3, algorithm={"name": "correlation-pairwise", "variant": "two-way"}
+    )
+    for unit in body["units"]:
+        unit["load"] = [unit["load"][0]] * 3
+    response = _post(client, body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert check_plan(body, plan) == []
+    assert plan["after"]["avg_load_correlation"] == 0.0
+    assert plan["after"]["load_distance"] < plan["before"]["load_distance"]
+
+
+def test_initial_placement_places_every_unit(client: TestClient) -> None:
+    body = make_snapshot(n_nodes=4, windows=8, algorithm={"name": "correlation-global"})
+    for unit in body["units"]:
+        unit["node"] = None
+    response = _post(client, body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert check_plan(body, plan) == []
+    assert plan["migrations"] == 0
+    assert set(plan["assignment"].values()) <= {"n0", "n1", "n2", "n3"}
+
+
+def test_algorithms_listing_names_both(client: TestClient) -> None:
+    names = {a["name"] for a in client.get("/v1/algorithms").json()["algorithms"]}
+    assert {"correlation-global", "correlation-pairwise"} <= names
