@@ -9,7 +9,7 @@ Paper model (binary x[i,k]: key group k on node i; q = current allocation):
     (5)  mean - d >= 0
 
 What we do the same: the objective, (1), (2) with mc = state_size (or 1 for max_migrations, as the paper's Section 5
-does), (4) only on staying nodes, (5), loads as utilization (load x 100 / capacity: the paper's heterogeneity
+does), (4) only on staying nodes, loads as utilization (load x 100 / capacity: the paper's heterogeneity
 weighting), mean = 100 x total load / staying capacity (the paper's mean, all load over |A| nodes).
 Where we deviate, and why:
 - (3) is over staying nodes only: the reported load distance counts staying nodes (CONTRACT.md), and draining nodes
@@ -22,6 +22,11 @@ Where we deviate, and why:
 - A utilization cap: no node may end above max(100 %, the current peak) (the current plan always satisfies it), and
   further resources (vector load) are capped at each node's capacity or its current usage if that is higher.
 - Pinned units are constants.
+- (5) mean - d >= 0 is dropped: a node above twice the mean has d > mean, and the current assignment must always
+  stay feasible (a plan that changes nothing is the fallback); utilizations are >= 0 anyway, so (4) cannot ask for a
+  negative load.
+- The balanced resource is `load`, as in the paper (the bottleneck); further resources are capped, not balanced. When
+  a further resource is used more, relative to capacity, than `load`, the plan says so in its notes.
 """
 
 from __future__ import annotations

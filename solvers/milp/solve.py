@@ -19,7 +19,7 @@ import numpy as np
 from solvers import baselines
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan, PlanStatus
 from solvers.milp.bounds import load_distance_lower_bound
-from solvers.milp.cpsat import solve_cpsat
+from solvers.milp.cpsat import SCALE, solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import polish
 from solvers.milp.model import BackendResult, build_move_model, choose_neighbourhood, objective_parts
@@ -121,12 +121,34 @@ def solve_milp(
         notes.append(
             f"{backend}: {iterations} neighbourhood rounds of width {width} and {per_node} units per node"
         )
+        if backend == "cp-sat" and iterations:
+            notes.append(
+                f"CP-SAT works on utilizations scaled to 1/{SCALE} point; its model's rounding error is at most "
+                f"{rounding:.2g} points per node (plans are re-evaluated exactly)"
+            )
+    notes.extend(bottleneck_notes(instance))
     if not best_name.startswith("milp") and best_name != "current":
         notes.append(f"the {floor_name} plan was at least as good as the solver's; returned it")
     best_d = _key(instance, best)[0]
     changed = bool((best != instance.current).any())
     status: PlanStatus = "optimal" if proven and changed else ("feasible" if changed else "unchanged")
     return Plan(assignment=best, status=status, lower_bound=min(lower, best_d), notes=notes)
+
+
+def bottleneck_notes(instance: AssignmentInstance) -> list[str]:
+    """The paper balances the bottleneck resource: say so when a capped resource is used more than `load`."""
+    notes = []
+    load_share = float(instance.load.sum() / instance.capacity[instance.active].sum())
+    for r, name in enumerate(instance.resource_names):
+        capacity = instance.resource_capacity[instance.active, r]
+        if np.all(np.isfinite(capacity)) and capacity.sum() > 0:
+            share = float(instance.resource_usage[:, r].sum() / capacity.sum())
+            if share > load_share:
+                notes.append(
+                    f"resource {name!r} is the bottleneck ({100 * share:.0f} % used against {100 * load_share:.0f} % "
+                    f"for load): send it as `load` to balance it, it is only capped now"
+                )
+    return notes
 
 
 def best_key_meets(distance: float, lower: float) -> bool:
