@@ -33,8 +33,8 @@ import math
 import numpy as np
 
 from solvers.baselines import BudgetTracker
-from solvers.instance import UNPLACED, AddedNode, AssignmentInstance, Plan
 from solvers.errors import UnsolvableRequest
+from solvers.instance import UNPLACED, AddedNode, AssignmentInstance, Plan
 
 PI_ROUNDING = 1e-9
 
