@@ -58,7 +58,7 @@ class Run:
     algorithm: str
     stream: str
     n: int
-    period: int
+    rebalance_mask: np.ndarray  # (W,) True after the windows where the engine asked for a plan
     imbalance: FloatArray  # (W,) var(L_t), the variance of instance loads in window t
     moved_share: FloatArray  # (W,) state moved by the rebalance after window t / all state (0: no rebalance)
     rebalances: int
@@ -68,19 +68,12 @@ class Run:
     @property
     def moved_per_rebalance(self) -> float:
         """Mean share of state moved by one rebalance (the paper's 48.4 % for CLB at 1/f = 24)."""
-        due = self.moved_share[self.rebalance_mask] if self.rebalances else np.zeros(1)
-        return float(due.mean())
+        return float(self.moved_share[self.rebalance_mask].mean()) if self.rebalances else 0.0
 
     @property
     def moved_amortized(self) -> float:
         """Mean share per window, windows without a rebalance moving nothing (the paper's 1.6 % for CLB)."""
         return float(self.moved_share.mean())
-
-    @property
-    def rebalance_mask(self) -> np.ndarray:
-        mask = np.zeros(len(self.moved_share), dtype=bool)
-        mask[self.period - 1 :: self.period] = True
-        return mask
 
 
 def replay_plans(
@@ -91,8 +84,11 @@ def replay_plans(
     period: int = 1,
     history: int = 24,
     reseed: bool = False,
+    first: int | None = None,
 ) -> Run:
-    """Replay with a placement algorithm of the service. `reseed` draws a new hash function per rebalance (UHLB)."""
+    """Replay with a placement algorithm of the service. `reseed` draws a new hash function per rebalance (UHLB);
+    rebalances happen after every `period`-th window, from window `first` on (default: `period`)."""
+    first = period if first is None else first
     y = stream.histograms
     p, windows = y.shape
     nodes = [f"o{j}" for j in range(n)]
@@ -112,7 +108,7 @@ def replay_plans(
             load[where[uid]] += y[i, t]
         imbalance[t] = float(np.var(list(load.values())))
         parallelism.append(len(nodes))
-        if (t + 1) % period:
+        if t + 1 < first or (t + 1 - first) % period:
             continue
         lo = max(0, t + 1 - history)
         params = dict(algorithm)
@@ -121,7 +117,12 @@ def replay_plans(
         body = {
             "nodes": [{"id": node, "capacity": capacity} for node in nodes],
             "units": [
-                {"id": uid, "node": where[uid], "load": y[i, lo : t + 1].tolist(), "state_size": y[i, t] / 10.0}
+                {
+                    "id": uid,
+                    "node": where[uid],
+                    "load": y[i, lo : t + 1].tolist(),
+                    "state_size": y[i, t] / 10.0,
+                }
                 for i, uid in enumerate(ids)
             ],
             "algorithm": params,
@@ -134,10 +135,15 @@ def replay_plans(
         nodes = [node for node in nodes if node not in removed] + list(plan["scaling"]["add_nodes"])
         moved[t] = float(plan["state_moved_share"])
         rebalances += 1
-    return Run(algorithm["name"], stream.name, n, period, imbalance, moved, rebalances, parallelism, plan_ms)
+    mask = np.zeros(windows, dtype=bool)
+    mask[first - 1 :: period] = True
+    return Run(algorithm["name"], stream.name, n, mask, imbalance, moved, rebalances, parallelism, plan_ms)
 
 
 def replay_pkg(stream: Stream, n: int, seed: int = 0) -> Run:
     routed = pkg_route(stream.batches, stream.batches_per_window, n, seed=seed)
     imbalance = routed.window_loads.var(axis=1)
-    return Run("pkg", stream.name, n, 1, imbalance, routed.moved_share, len(imbalance), [n] * len(imbalance))
+    every = np.ones(len(imbalance), dtype=bool)
+    return Run(
+        "pkg", stream.name, n, every, imbalance, routed.moved_share, len(imbalance), [n] * len(imbalance)
+    )

