@@ -13,6 +13,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -60,8 +61,8 @@ def main(argv: list[str] | None = None) -> None:
         ("CLB, 1000 x 120 windows, 50 nodes", clb_instances, lambda inst: clb(inst), 1.0),
     ):
         solve(instances[0])  # warm-up (imports, caches)
-        times = np.concatenate([timed(lambda inst=inst: solve(inst), 1) for inst in instances])  # type: ignore[misc]
-        base = np.concatenate([timed(lambda inst=inst: universal_hash(inst), 1) for inst in instances])  # type: ignore[misc]
+        times = np.concatenate([timed(partial(solve, inst), 1) for inst in instances])
+        base = np.concatenate([timed(partial(universal_hash, inst), 1) for inst in instances])
         rows.append((label, len(times), np.median(times), np.percentile(times, 90), target, np.median(base)))
     print(f"{'benchmark':<36}{'runs':>6}{'median':>11}{'p90':>11}{'target':>10}{'ok':>5}{'x uh':>8}")
     for label, runs, median, p90, target, base in rows:
