@@ -54,9 +54,11 @@ class Stream:
 def _poisson_stream(
     name: str, probabilities: FloatArray, seed: int, batches_per_window: int, desc: str
 ) -> Stream:
+    """`probabilities` is (p,) for a fixed key distribution or (WINDOWS, p) for one per window."""
     rng = np.random.default_rng(seed)
-    mean = RATE * WINDOW_S / batches_per_window * probabilities
-    counts = rng.poisson(mean, size=(WINDOWS * batches_per_window, len(probabilities)))
+    per_window = np.broadcast_to(probabilities, (WINDOWS, probabilities.shape[-1]))
+    mean = RATE * WINDOW_S / batches_per_window * np.repeat(per_window, batches_per_window, axis=0)
+    counts = rng.poisson(mean)
     return Stream(name, counts.astype(np.int64), batches_per_window, desc)
 
 
@@ -76,6 +78,31 @@ def zipf_stream(seed: int = 2, batches_per_window: int = 240, exponent: float = 
     probabilities[keys] = weights / weights.sum()
     return _poisson_stream(
         "S2", probabilities, seed, batches_per_window, f"Zipf keys (s={exponent:g}), Poisson 10k/s"
+    )
+
+
+def drifting_zipf_stream(
+    seed: int = 3, batches_per_window: int = 240, exponent: float = 1.0, swaps_per_window: int = 5
+) -> Stream:
+    """Not in the paper's setup (its S2 is said to "simulate the change of data distribution" but is given as a fixed
+    Zipf law): S2 whose popularity ranks drift, `swaps_per_window` random pairs of keys trading ranks after every
+    window, so that hot keys come and go as in a real stream."""
+    rng = np.random.default_rng(2000 + seed)
+    weights = np.arange(1, SUBSTREAMS + 1, dtype=np.float64) ** -exponent
+    weights /= weights.sum()
+    rank_of_key = rng.permutation(SUBSTREAMS)
+    probabilities = np.empty((WINDOWS, SUBSTREAMS))
+    for t in range(WINDOWS):
+        probabilities[t] = weights[rank_of_key]
+        for _ in range(swaps_per_window):
+            a, b = rng.choice(SUBSTREAMS, size=2, replace=False)
+            rank_of_key[[a, b]] = rank_of_key[[b, a]]
+    return _poisson_stream(
+        "S2-drift",
+        probabilities,
+        seed,
+        batches_per_window,
+        f"Zipf keys (s={exponent:g}), {swaps_per_window} rank swaps per window (ours), Poisson 10k/s",
     )
 
 
@@ -108,4 +135,4 @@ def flights_stream() -> Stream:
 
 
 def all_streams() -> list[Stream]:
-    return [gaussian_stream(), zipf_stream(), flights_stream()]
+    return [gaussian_stream(), zipf_stream(), drifting_zipf_stream(), flights_stream()]
