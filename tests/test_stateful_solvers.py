@@ -239,3 +239,30 @@ def test_universal_hash_is_seeded_and_independent_of_unit_order() -> None:
     )
     assert (universal_hash(shuffled, seed=1).assignment == a[order]).all()
     assert len(set(a.tolist())) > 1
+
+
+# ------------------------------------------------------------------------------------------------------------- PKG
+
+
+def test_pkg_uses_only_the_two_choices_conserves_tuples_and_balances() -> None:
+    from solvers.stateful.pkg import pkg_route, two_choices
+
+    rng = np.random.default_rng(9)
+    probabilities = 1.0 / np.arange(1, 41)
+    batches = rng.poisson(50.0 * probabilities / probabilities.sum() * 40, size=(60, 40))
+    routed = pkg_route(batches, batches_per_window=20, n=6, seed=1)
+    choices = two_choices(40, 6, seed=1)
+    assert (choices[:, 0] != choices[:, 1]).all()
+    used = routed.key_split.sum(axis=0) > 0  # (K, n)
+    for key in range(40):
+        assert set(np.flatnonzero(used[key]).tolist()) <= set(choices[key].tolist())
+    windows = batches.reshape(3, 20, 40).sum(axis=1)
+    assert np.allclose(routed.key_split.sum(axis=2), windows)
+    assert ((routed.moved_share >= 0) & (routed.moved_share <= 0.5)).all()  # the minority of two parts
+    # Power of two choices: far better balanced than hashing each key to its first choice alone.
+    single = np.zeros((3, 6))
+    for w in range(3):
+        np.add.at(single[w], choices[:, 0], windows[w])
+    assert routed.window_loads.var(axis=1).mean() < single.var(axis=1).mean()
+    alone = pkg_route(batches, batches_per_window=20, n=1)
+    assert (alone.moved_share == 0).all()
