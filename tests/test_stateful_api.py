@@ -82,6 +82,12 @@ def scenarios() -> list[tuple[str, dict[str, Any]]]:
     for node in tight["nodes"]:
         node["capacity"] = 40.0  # node 0 is above 100 %: the cap binds on receivers
     out.append(("tight_capacity", tight))
+    memory = copy.deepcopy(base)
+    for k, unit in enumerate(memory["units"]):
+        unit["resources"] = {"mem": float(1 + k % 3)}
+    for node in memory["nodes"]:
+        node["resources"] = {"mem": 17.0}  # about what each node holds now: receivers are capped
+    out.append(("resource_caps", memory))
     return out
 
 

@@ -147,6 +147,8 @@ def clb(instance: AssignmentInstance, threshold: float = 0.0, m: int | None = No
             notes.append("what the budget leaves of the plan does not lower the imbalance: nothing moves")
             assignment = instance.current.copy()
     if capped := revert_over_cap(instance, assignment):
-        notes.append(f"{capped} moves reverted to keep receiving nodes under the capacity cap")
+        notes.append(
+            f"{capped} moves reverted to keep receiving nodes under the capacity cap and resource capacities"
+        )
     changed = bool((assignment != instance.current).any())
     return Plan(assignment=assignment, status="feasible" if changed else "unchanged", notes=notes)

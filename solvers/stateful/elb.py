@@ -19,7 +19,7 @@ Deviations from the listing, and why:
 - The contract adds what the paper has not: pinned units never move (an instance holding one is not picked for R),
   draining instances are emptied like R and never receive, the migration budget is kept (a unit the budget cannot
   pay for stays where it is), and no receiving node may end above `utilization_cap()` (the least-loaded instance of
-  UI where the unit fits is taken). If UI runs empty, units that must leave R or a draining node go to the
+  UI where the unit fits is taken; further resources are hard caps the same way). If UI runs empty, units that must leave R or a draining node go to the
   least-loaded remaining instance; others stay. A node of R that cannot be emptied is kept (see the plan's notes).
 - pi is computed as ceil(2w/(u+v) - 1e-9) and at least 1, so that `tolerance` (v, u = mean x (1 -/+ t)) keeps the
   parallelism despite rounding.
@@ -32,9 +32,9 @@ import math
 
 import numpy as np
 
-from solvers.baselines import BudgetTracker
 from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AddedNode, AssignmentInstance, Plan
+from solvers.stateful.settle import resource_arrays
 
 PI_ROUNDING = 1e-9
 
@@ -128,7 +128,17 @@ def elb(
     overloaded[instances] = load[instances] > mean
 
     assignment = instance.current.copy()
-    budget = BudgetTracker(instance)
+    spent = {"moves": 0, "cost": 0.0}  # every move leaves the unit's original node: counted once
+
+    def affordable(unit: int) -> bool:
+        if instance.current[unit] == UNPLACED:
+            return True
+        if instance.max_migrations is not None and spent["moves"] + 1 > instance.max_migrations:
+            return False
+        return instance.max_migration_cost is None or spent["cost"] + instance.state_size[
+            unit
+        ] <= instance.max_migration_cost * (1 + 1e-12)
+
     queue: list[int] = []  # PQ of the paper: units to (re)assign
 
     # ---- Phase 2: identifying
@@ -159,14 +169,27 @@ def elb(
     under = [(float(load[j]), int(j)) for j in instances if not overloaded[j]]
     heapq.heapify(under)
 
+    # Further resources (`resources` of the request) are hard caps on receiving nodes; added nodes have none.
+    unit_usage, capacity_r = resource_arrays(instance)
+    usage = np.zeros((total_nodes, capacity_r.shape[1]))
+    np.add.at(usage, instance.current[placed], unit_usage[placed])
+    room = np.vstack([capacity_r, np.full((n_added, usage.shape[1]), np.inf)])
+    room = room * (1 + 1e-9) + 1e-9
+
     def fits(unit: int, node: int) -> bool:
-        return 100.0 * (node_mean[node] + mean_load[unit]) / capacity[node] <= cap * (1 + 1e-12)
+        if 100.0 * (node_mean[node] + mean_load[unit]) / capacity[node] > cap * (1 + 1e-12):
+            return False
+        return bool((usage[node] + unit_usage[unit] <= room[node]).all())
 
     def put(unit: int, node: int) -> None:
-        if instance.current[unit] == UNPLACED or node != instance.current[unit]:
-            budget.spend(unit, assignment, node)
-        else:
-            assignment[unit] = node
+        origin = instance.current[unit]
+        if node != origin:
+            usage[node] += unit_usage[unit]
+            if origin != UNPLACED:
+                usage[origin] -= unit_usage[unit]
+                spent["moves"] += 1
+                spent["cost"] += float(instance.state_size[unit])
+        assignment[unit] = node
         load[node] += y[unit]
         node_mean[node] += mean_load[unit]
 
@@ -175,7 +198,7 @@ def elb(
     for unit in sorted(queue, key=lambda k: (-y[k], k)):
         origin = int(instance.current[unit])
         must_go = origin == UNPLACED or bool(leaving[origin])
-        if not budget.allows(unit):
+        if not affordable(unit):
             put(unit, origin)
             kept_back += 1
             stuck_on_leaving += int(must_go)
@@ -214,7 +237,7 @@ def elb(
                 heapq.heappush(under, (float(load[dest]), dest))
     if kept_back:
         notes.append(
-            f"{kept_back} substreams stay put: the budget or the capacity cap does not allow their move"
+            f"{kept_back} substreams stay put: the budget, the capacity cap or a resource capacity does not allow their move"
         )
 
     # Added instances that received nothing are not asked for; R nodes that could not be emptied stay.

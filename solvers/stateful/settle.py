@@ -10,34 +10,52 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.instance import UNPLACED, AssignmentInstance, IntArray
+from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
+
+
+def resource_arrays(instance: AssignmentInstance) -> tuple[FloatArray, FloatArray]:
+    """(units, R) usage and (nodes, R) capacity of the further resources; R = 0 when the request has none."""
+    r = len(instance.resource_names)
+    if r == 0:
+        return np.zeros((instance.n_units, 0)), np.zeros((instance.n_nodes, 0))
+    return instance.resource_usage, instance.resource_capacity
 
 
 def revert_over_cap(instance: AssignmentInstance, assignment: IntArray) -> int:
-    """Send moved units back until no node that receives units is above the utilization cap; returns how many.
+    """Send moved units back until no node that receives units is above the utilization cap or above a further
+    resource capacity (`resources` of the request); returns how many moves were reverted.
 
-    Over a node the cap breaks, the largest incoming units go back first (fewest reverts). A unit that had no node
-    (initial placement) cannot go back and stays."""
+    On the worst node, the largest incoming units go back first (fewest reverts). A unit that had no node (initial
+    placement) cannot go back and stays."""
     cap = instance.utilization_cap()
     n_nodes = instance.n_nodes
+    node_load = np.bincount(assignment, weights=instance.load, minlength=n_nodes)[:n_nodes]
+    unit_usage, capacity_r = resource_arrays(instance)
+    usage = np.zeros(capacity_r.shape)
+    np.add.at(usage, assignment, unit_usage)
+    room = capacity_r * (1 + 1e-9) + 1e-9  # inf: uncapped
     reverted = 0
     while True:
         moved = instance.migration_mask(assignment)
-        node_load = np.bincount(assignment, weights=instance.load, minlength=n_nodes)[:n_nodes]
-        util = 100.0 * node_load / instance.capacity
         receivers = np.unique(assignment[moved])
-        over = receivers[util[receivers] > cap * (1 + 1e-12)]
-        if not len(over):
+        util = 100.0 * node_load[receivers] / instance.capacity[receivers]
+        over_cap = util > cap * (1 + 1e-12)
+        over_room = (usage[receivers] > room[receivers]).any(axis=1)
+        bad = receivers[over_cap | over_room]
+        if not len(bad):
             return reverted
-        node = int(over[np.argmax(util[over])])
+        node = int(bad[0])
         incoming = np.flatnonzero(moved & (assignment == node))
-        excess = node_load[node] - cap * instance.capacity[node] / 100.0
-        for unit in incoming[np.argsort(-instance.load[incoming], kind="stable")]:
-            assignment[unit] = instance.current[unit]
-            reverted += 1
-            excess -= instance.load[unit]
-            if excess <= 0:
-                break
+        unit = int(
+            incoming[np.argmax(instance.load[incoming] + instance.resource_usage[incoming].sum(axis=1))]
+        )
+        back = int(instance.current[unit])
+        node_load[node] -= instance.load[unit]
+        node_load[back] += instance.load[unit]
+        usage[node] -= unit_usage[unit]
+        usage[back] += unit_usage[unit]
+        assignment[unit] = back
+        reverted += 1
 
 
 def revert_over_budget(instance: AssignmentInstance, assignment: IntArray) -> int:

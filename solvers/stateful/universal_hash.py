@@ -44,6 +44,8 @@ def universal_hash(instance: AssignmentInstance, seed: int = 0) -> Plan:
     if cut := revert_over_budget(instance, assignment):
         notes.append(f"the budget cuts {cut} moves of the hash placement")
     if capped := revert_over_cap(instance, assignment):
-        notes.append(f"{capped} moves reverted to keep receiving nodes under the capacity cap")
+        notes.append(
+            f"{capped} moves reverted to keep receiving nodes under the capacity cap and resource capacities"
+        )
     changed = bool((assignment != instance.current).any())
     return Plan(assignment=assignment, status="feasible" if changed else "unchanged", notes=notes)
