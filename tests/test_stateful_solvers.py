@@ -106,6 +106,11 @@ def test_elb_scales_out_with_empty_new_instances_and_in_by_removing_least_loaded
     assert not np.isin(shrink.assignment, [2, 3]).any()
 
 
+def test_elb_on_an_idle_window_changes_nothing() -> None:
+    plan = elb(make_instance(np.zeros((6, 3)), np.array([0, 0, 1, 1, 2, 2]), 3), tolerance=0.1)
+    assert plan.status == "unchanged" and not plan.added_nodes and not plan.removed_nodes
+
+
 def test_elb_keeps_pinned_and_budget_and_never_fills_draining() -> None:
     rng = np.random.default_rng(3)
     loads = rng.uniform(0.5, 1.0, size=(40, 1))

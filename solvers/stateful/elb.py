@@ -87,7 +87,8 @@ def elb(
     placed = instance.current >= 0
     load = np.bincount(instance.current[placed], weights=y[placed], minlength=n_nodes).astype(np.float64)
     w = float(y.sum())
-    pi = elb_parallelism(w, v, u)
+    # An idle window with `tolerance` gives v = u = 0: nothing to balance, the parallelism stays.
+    pi = elb_parallelism(w, v, u) if u + v > 0 else n
     mean = w / pi
     half_width = (u - v) / 2.0
     midpoint = (u + v) / 2.0
