@@ -17,6 +17,8 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("bench.milp_quality", ["--seeds", "3"], ["--seeds", "1"]),
     ("bench.milp_scale", [], []),
     ("bench.correlation.experiments", ["--seeds", "5"], ["--seeds", "1"]),
+    ("bench.stateful.speed", [], ["--repeats", "20"]),
+    ("bench.stateful.experiments", [], ["--n", "10"]),
 ]
 
 

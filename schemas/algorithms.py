@@ -6,7 +6,7 @@ register its solver adapter in `service/algorithms.py`.
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from schemas.common import StrictModel
 
@@ -104,6 +104,85 @@ class CorrelationPairwiseParams(StrictModel):
     )
 
 
+class ElbParams(StrictModel):
+    """Guo & Zhou Algorithm 1 (ELB): bring every instance's latest-window load into [lower, upper] by moving
+    substreams from overloaded to underloaded instances, largest first; may add or remove instances
+    (parallelism ceil(2w / (upper + lower)))."""
+
+    name: Literal["elb"] = "elb"
+    lower: float | None = Field(
+        default=None,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="v: lowest acceptable instance load, in load units.",
+    )
+    upper: float | None = Field(
+        default=None,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="u: highest acceptable instance load, in load units.",
+    )
+    tolerance: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Instead of lower/upper: [v, u] = mean x (1 -/+ tolerance), the mean being the latest-window "
+        "load per non-draining node (keeps the parallelism). Default 0.1 when neither is given.",
+    )
+    new_node_capacity: float | None = Field(
+        default=None,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="Capacity of instances ELB adds; default the mean capacity of the non-draining nodes.",
+    )
+
+    @field_validator("upper")
+    @classmethod
+    def _upper_not_below_lower(cls, upper: float | None, info: ValidationInfo) -> float | None:
+        lower = info.data.get("lower")
+        if upper is not None and lower is not None and lower > upper:
+            raise ValueError(f"upper ({upper:g}) must be at least lower ({lower:g})")
+        return upper
+
+    @model_validator(mode="after")
+    def _one_way_to_give_the_range(self) -> "ElbParams":
+        if (self.lower is None) != (self.upper is None):
+            raise ValueError("give both lower and upper, or neither (then tolerance applies)")
+        if self.lower is not None and self.tolerance is not None:
+            raise ValueError("give lower/upper or tolerance, not both")
+        if self.lower is None and self.tolerance is None:
+            self.tolerance = 0.1
+        return self
+
+
+class ClbParams(StrictModel):
+    """Guo & Zhou Algorithm 2 (CLB): split the substreams into one subset per non-draining node so that the cross
+    covariance of their load series is large, then place the subsets where the least state moves."""
+
+    name: Literal["clb"] = "clb"
+    m: int | None = Field(
+        default=None,
+        ge=2,
+        le=4096,
+        description="Period: CLB uses the latest m windows of the series (default: all). The paper's m > 1.",
+    )
+    threshold: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="theta: substreams whose load correlation with the split substream is at least theta are "
+        "separated from it.",
+    )
+
+
+class UniversalHashParams(StrictModel):
+    """UHLB baseline: substream -> node by a seeded 2-universal hash ((a x + b) mod P) mod n."""
+
+    name: Literal["universal-hash"] = "universal-hash"
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Draws the hash function from the family.")
+
+
 AlgorithmParams = Annotated[
     MilpParams
     | FluxParams
@@ -111,6 +190,9 @@ AlgorithmParams = Annotated[
     | RoundRobinParams
     | RandomParams
     | CorrelationGlobalParams
-    | CorrelationPairwiseParams,
+    | CorrelationPairwiseParams
+    | ElbParams
+    | ClbParams
+    | UniversalHashParams,
     Field(discriminator="name"),
 ]

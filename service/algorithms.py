@@ -12,6 +12,7 @@ from schemas import algorithms as params
 from solvers import baselines, correlation
 from solvers.instance import AssignmentInstance, Plan
 from solvers.milp import solve_milp
+from solvers.stateful import clb, elb, universal_hash
 
 Solve = Callable[[AssignmentInstance, Any, float], Plan]
 
@@ -92,6 +93,38 @@ REGISTRY: dict[str, AlgorithmSpec] = {
                 inst, variant=p.variant, epsilon=p.epsilon, delta=p.delta, theta=p.theta
             ),
             params.CorrelationPairwiseParams,
+        ),
+        AlgorithmSpec(
+            "elb",
+            "Every window: instances outside [lower, upper] give their largest fitting substreams to the least "
+            "loaded underloaded instances; the parallelism becomes ceil(2w / (upper + lower)) (scale out or in).",
+            "Guo & Zhou, Algorithm 1",
+            ("load series (latest window used)", "lower/upper or tolerance", "budget"),
+            lambda inst, p, t: elb(
+                inst,
+                lower=p.lower,
+                upper=p.upper,
+                tolerance=p.tolerance,
+                new_node_capacity=p.new_node_capacity,
+            ),
+            params.ElbParams,
+        ),
+        AlgorithmSpec(
+            "clb",
+            "Every m windows: split the substreams into one subset per node maximizing the cross covariance of "
+            "their load series, then map subsets to nodes moving the least state.",
+            "Guo & Zhou, Algorithm 2",
+            ("load series of at least 2 windows", "state_size", "budget"),
+            lambda inst, p, t: clb(inst, threshold=p.threshold, m=p.m),
+            params.ClbParams,
+        ),
+        AlgorithmSpec(
+            "universal-hash",
+            "Baseline (UHLB): substream -> node by a seeded 2-universal hash, ignoring load and state.",
+            "Guo & Zhou, Section 5 (UHLB)",
+            ("budget",),
+            lambda inst, p, t: universal_hash(inst, seed=p.seed),
+            params.UniversalHashParams,
         ),
     )
 }

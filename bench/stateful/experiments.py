@@ -1,0 +1,221 @@
+"""Guo & Zhou, Section 5, replayed against trimtab: Table 1 (mean and sd of var(L_t)), the Fig. 2 numbers (CLB on S1/S2),
+and the Fig. 4 state-movement shares, each printed next to the paper's; Fig. 2-4 saved as PNG in bench/out/.
+
+    python -m bench.stateful.experiments [--url http://127.0.0.1:8000] [--tolerance 0.2] [--n 5 10 15]
+
+Statistics of var(L_t) are taken over windows 2..120: window 1 runs under the engine's initial hash partitioning
+before any algorithm has decided anything (it is the same for all and would only add the same outlier to each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.stateful.replay import Post, Run, http_planner, in_process_planner, replay_pkg, replay_plans
+from bench.stateful.streams import Stream, all_streams
+
+OUT = Path(__file__).resolve().parents[1] / "out"
+CLB_PERIOD = 24
+
+# The paper's numbers (Twitter stream, n = 10): Table 1 and Section 5.1.
+PAPER_TABLE1 = {
+    "clb": (6.1e4, 5133.7),
+    "elb": (5.1e4, 1806.8),
+    "pkg": (3.1e4, 1018.8),
+    "universal-hash": (2.9e4, 770.4),
+}
+PAPER_FIG2 = {"S1": (2.08983e10, 6.76016e8), "S2": (2.08325e10, 7.92797e8)}
+PAPER_FIG4 = {
+    "elb": 0.145,
+    "pkg": 0.212,
+    "universal-hash": 0.242,
+    "clb-per-rebalance": 0.484,
+    "clb-amortized": 0.016,
+}
+LABEL = {"clb": "CLB", "elb": "ELB", "pkg": "PKG", "universal-hash": "UHLB"}
+ORDER = ("clb", "elb", "pkg", "universal-hash")
+
+
+def run_all(stream: Stream, n: int, post: Post, tolerance: float) -> dict[str, Run]:
+    return {
+        "clb": replay_plans(stream, n, {"name": "clb", "m": CLB_PERIOD}, post, period=CLB_PERIOD),
+        "elb": replay_plans(stream, n, {"name": "elb", "tolerance": tolerance}, post),
+        "pkg": replay_pkg(stream, n),
+        "universal-hash": replay_plans(stream, n, {"name": "universal-hash"}, post, reseed=True),
+    }
+
+
+def stats(run: Run) -> tuple[float, float]:
+    measured = run.imbalance[1:]
+    return float(measured.mean()), float(measured.std())
+
+
+def print_table1(
+    results: dict[tuple[str, int], dict[str, Run]], streams: list[Stream], ns: list[int]
+) -> None:
+    print(
+        "\nTable 1: mean mu and sd delta of var(L_t) (windows 2..120); ELB, PKG, UHLB every window, CLB every 24"
+    )
+    head = "".join(f"{LABEL[a] + ' mu':>12}{LABEL[a] + ' sd':>12}" for a in ORDER)
+    print(f"{'stream':<10}{'n':>4}{head}   ratio to UHLB (CLB/ELB/PKG)")
+    for stream in streams:
+        for n in ns:
+            runs = results[(stream.name, n)]
+            row = "".join(f"{stats(runs[a])[0]:>12.3g}{stats(runs[a])[1]:>12.3g}" for a in ORDER)
+            base = stats(runs["universal-hash"])[0]
+            ratios = "/".join(f"{stats(runs[a])[0] / base:.3g}" for a in ("clb", "elb", "pkg"))
+            print(f"{stream.name:<10}{n:>4}{row}   {ratios}")
+    paper = "".join(f"{PAPER_TABLE1[a][0]:>12.3g}{PAPER_TABLE1[a][1]:>12.3g}" for a in ORDER)
+    ratios = "/".join(
+        f"{PAPER_TABLE1[a][0] / PAPER_TABLE1['universal-hash'][0]:.3g}" for a in ("clb", "elb", "pkg")
+    )
+    print(f"{'paper':<10}{10:>4}{paper}   {ratios}   (Twitter stream)")
+
+
+def print_fig4(results: dict[tuple[str, int], dict[str, Run]], streams: list[Stream], ns: list[int]) -> None:
+    print(
+        "\nFig. 4: share of all state moved, mean per window (CLB: per rebalance and amortized over all windows)"
+    )
+    print(f"{'stream':<10}{'n':>4}{'ELB':>9}{'PKG':>9}{'UHLB':>9}{'CLB/reb':>9}{'CLB/amort':>11}")
+    for stream in streams:
+        for n in ns:
+            r = results[(stream.name, n)]
+            print(
+                f"{stream.name:<10}{n:>4}{r['elb'].moved_amortized:>9.1%}{r['pkg'].moved_amortized:>9.1%}"
+                f"{r['universal-hash'].moved_amortized:>9.1%}{r['clb'].moved_per_rebalance:>9.1%}"
+                f"{r['clb'].moved_amortized:>11.2%}"
+            )
+    p = PAPER_FIG4
+    print(
+        f"{'paper':<10}{10:>4}{p['elb']:>9.1%}{p['pkg']:>9.1%}{p['universal-hash']:>9.1%}"
+        f"{p['clb-per-rebalance']:>9.1%}{p['clb-amortized']:>11.2%}   (Twitter stream)"
+    )
+
+
+def fig2(post: Post, streams: dict[str, Stream]) -> dict[str, Run]:
+    """Fig. 2: CLB with n = 10 and 1/f = 1 (a rebalance every window, over the latest 24 windows, from window 24 on)
+    on S1 and S2."""
+    runs = {
+        name: replay_plans(
+            streams[name], 10, {"name": "clb", "m": CLB_PERIOD}, post, period=1, first=CLB_PERIOD
+        )
+        for name in ("S1", "S2")
+    }
+    print("\nFig. 2: CLB, n = 10, 1/f = 1: mean and sd of var(L_t) (windows 2..120)")
+    print(f"{'stream':<8}{'ours mu':>12}{'ours sd':>12}{'paper mu':>12}{'paper sd':>12}")
+    for name, run in runs.items():
+        mu, sd = stats(run)
+        print(f"{name:<8}{mu:>12.4g}{sd:>12.4g}{PAPER_FIG2[name][0]:>12.4g}{PAPER_FIG2[name][1]:>12.4g}")
+    return runs
+
+
+def save_plots(
+    results: dict[tuple[str, int], dict[str, Run]], fig2_runs: dict[str, Run], real: str
+) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    paths = []
+    windows = np.arange(1, 121)
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, run in fig2_runs.items():
+        label = {"S1": "Gaussian-10", "S2": "Zipf-10"}[name]
+        ax.plot(windows[1:], run.imbalance[1:], label=label)
+    zipf = fig2_runs["S2"].imbalance[1:]
+    ax.axhspan(zipf.min(), zipf.max(), color="tab:blue", alpha=0.1)
+    ax.set(xlabel="statistics window", ylabel="var(L_t)", title="Fig. 2: CLB imbalance, n = 10, 1/f = 1")
+    ax.legend()
+    paths.append(OUT / "stateful_fig2_clb_imbalance.png")
+    fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+    runs = results[(real, 10)]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for algorithm in ORDER:
+        ax.plot(windows[1:], runs[algorithm].imbalance[1:], label=LABEL[algorithm])
+    ax.set_yscale("log")
+    ax.set(
+        xlabel="statistics window",
+        ylabel="var(L_t)",
+        title=f"Fig. 3: load imbalance over time ({real}, n = 10)",
+    )
+    ax.legend()
+    paths.append(OUT / "stateful_fig3_imbalance.png")
+    fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [2, 1]})
+    for algorithm in ("elb", "universal-hash", "pkg"):
+        left.plot(windows, 100 * runs[algorithm].moved_share, label=LABEL[algorithm])
+    left.set(
+        xlabel="statistics window",
+        ylabel="state moved (%)",
+        title=f"Fig. 4 (left): per window, {real}, n = 10",
+    )
+    left.legend()
+    names = ["PKG", "UHLB", "ELB", "CLB (amortized)"]
+    ours = [
+        runs["pkg"].moved_amortized,
+        runs["universal-hash"].moved_amortized,
+        runs["elb"].moved_amortized,
+        runs["clb"].moved_amortized,
+    ]
+    paper = [PAPER_FIG4["pkg"], PAPER_FIG4["universal-hash"], PAPER_FIG4["elb"], PAPER_FIG4["clb-amortized"]]
+    x = np.arange(len(names))
+    right.bar(x - 0.2, 100 * np.array(ours), 0.4, label="ours")
+    right.bar(x + 0.2, 100 * np.array(paper), 0.4, label="paper (Twitter)")
+    right.set_xticks(x, names, rotation=20)
+    right.set(ylabel="mean state moved per window (%)", title="Fig. 4 (right): averages")
+    right.legend()
+    paths.append(OUT / "stateful_fig4_state_moved.png")
+    fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", help="base URL of a running trimtab (default: the app in-process)")
+    parser.add_argument("--tolerance", type=float, default=0.2, help="ELB range: mean x (1 -/+ tolerance)")
+    parser.add_argument("--n", type=int, nargs="+", default=[5, 10, 15])
+    args = parser.parse_args(argv)
+    post = http_planner(args.url) if args.url else in_process_planner()
+    started = time.perf_counter()
+    streams = all_streams()
+    for stream in streams:
+        y = stream.histograms
+        print(
+            f"{stream.name}: {stream.description}; {y.shape[0]} substreams x {y.shape[1]} windows, "
+            f"{y.sum() / y.shape[1]:.0f} tuples/window, largest substream {y.sum(axis=1).max() / y.sum():.1%} of load"
+        )
+    results: dict[tuple[str, int], dict[str, Any]] = {}
+    for stream in streams:
+        for n in args.n:
+            results[(stream.name, n)] = run_all(stream, n, post, args.tolerance)
+    print(
+        f"\nELB range: mean x (1 -/+ {args.tolerance:g}); CLB every {CLB_PERIOD} windows over the latest {CLB_PERIOD}"
+    )
+    print_table1(results, streams, args.n)
+    print_fig4(results, streams, args.n)
+    fig2_runs = fig2(post, {s.name: s for s in streams})
+    if 10 in args.n:
+        for path in save_plots(results, fig2_runs, "flights"):
+            print(f"saved {path}")
+    elapsed = time.perf_counter() - started
+    print(f"\n{elapsed:.0f} s wall, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Correlation-based load balancing (CLB), Guo & Zhou Algorithm 2: every m windows, split the substreams into n
+subsets so that the cross covariance (covariance between substreams of different subsets) is large, then place the
+subsets on the instances.
+
+Why covariance: with N_k the load series of subset k and X the total series, Eq. (5) says
+    var(X) - sum_k var(N_k) = sum over ordered pairs (i, j) in different subsets of cov(X_i, X_j),
+and var(X) does not depend on the partition, so a large cross covariance means small per-instance load variance.
+
+The listing in the text is garbled (lines 4-9 are interleaved, line 12 says "cov <= theta" while the prose twice says
+">= theta", and the first prose definition of the split contradicts itself). Rebuilt from the prose and Eq. (3)-(5):
+1. Sigma = [cov(X_i, X_j)] with cov = E[X_i X_j] - E[X_i] E[X_j] over the latest m windows (population covariance).
+2. The partners of s_i are the substreams j != i of the same subset with corr(X_i, X_j) >= theta; the contribution
+   omega_i = sum of cov(X_i, X_j) over its partners (what splitting them away from s_i adds to the cross covariance).
+3. A run takes s_k with the largest omega, and moves its partners out of s_k's subset S_h into a new subset S_r
+   (separating s_k from the substreams it rises and falls with). omega is updated for S_h and S_r (lines 13-18).
+4. Runs repeat until there are n subsets.
+Deviations, and why:
+- theta is compared with the correlation coefficient, not the raw covariance: the paper gives 0 <= theta < 1, which is
+  only meaningful for a normalized covariance. At theta = 0 (the default) both readings are the same rule.
+- If no substream has a partner left (every within-subset correlation < theta), the run separates the most covarying
+  pair of a subset instead, so that exactly n non-empty subsets always come out (the paper assumes this never happens).
+- Mapping subsets to instances is not in the paper: it is the assignment problem that minimizes the state moved
+  (`scipy.optimize.linear_sum_assignment`, ties broken by the number of units moved). Pinned units weigh so much there
+  that their subset lands on their node when possible; a pinned unit still left elsewhere stays put.
+- The contract's migration budget and capacity cap are kept by `settle` (moves are reverted); when the budget cuts the
+  plan and what is left does not lower the summed imbalance, the current assignment is kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from solvers.errors import UnsolvableRequest
+from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray, Plan
+from solvers.metrics import node_series
+from solvers.stateful.settle import keep_pinned, revert_over_budget, revert_over_cap
+
+MIN_WINDOWS = 2
+
+
+def covariance_matrix(series: FloatArray) -> FloatArray:
+    """Sigma = [E[X_i X_j] - E[X_i] E[X_j]] over the windows (rows are substreams)."""
+    centered = series - series.mean(axis=1, keepdims=True)
+    return np.asarray(centered @ centered.T / series.shape[1], dtype=np.float64)
+
+
+def cross_covariance(cov: FloatArray, labels: IntArray) -> float:
+    """Right-hand side of Eq. (5): sum of cov(X_i, X_j) over ordered pairs in different subsets (2x the unordered)."""
+    different = labels[:, None] != labels[None, :]
+    return float(cov[different].sum())
+
+
+def clb_partition(series: FloatArray, n_subsets: int, threshold: float = 0.0) -> IntArray:
+    """Algorithm 2: labels 0..n_subsets-1, every one used (n_subsets <= number of substreams)."""
+    p = series.shape[0]
+    if not 1 <= n_subsets <= p:
+        raise ValueError(f"need 1 <= n_subsets <= {p} substreams, got {n_subsets}")
+    cov = covariance_matrix(series)
+    std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    varying = std > 1e-12 * np.maximum(1.0, np.abs(series).max(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = cov / np.outer(std, std)
+    partner_of = (corr >= threshold) & np.outer(varying, varying)
+    np.fill_diagonal(partner_of, False)
+    weight = np.where(partner_of, cov, 0.0)
+    labels = np.zeros(p, dtype=np.int64)
+    omega = weight.sum(axis=1)
+    for r in range(1, n_subsets):
+        k = int(np.argmax(omega))
+        same = labels == labels[k]
+        partners = np.flatnonzero(same & partner_of[k])
+        if omega[k] <= 0.0 or not len(partners):
+            # No partner anywhere: separate the most covarying pair of one subset (keeps n subsets coming).
+            together = labels[:, None] == labels[None, :]
+            np.fill_diagonal(together, False)
+            masked = np.where(together, cov, -np.inf)
+            i, j = np.unravel_index(int(np.argmax(masked)), masked.shape)
+            k, partners = int(i), np.array([int(j)])
+            same = labels == labels[k]
+        stay = np.flatnonzero(same)
+        stay = stay[~np.isin(stay, partners)]
+        labels[partners] = r
+        omega[stay] -= weight[np.ix_(stay, partners)].sum(axis=1)
+        omega[partners] = weight[np.ix_(partners, partners)].sum(axis=1)
+    return labels
+
+
+def map_subsets_to_nodes(instance: AssignmentInstance, labels: IntArray, nodes: IntArray) -> IntArray:
+    """Subset -> node (indices into `nodes`) minimizing the state moved (assignment problem)."""
+    n_subsets = int(labels.max()) + 1
+    placed = instance.current >= 0
+    stay_state = np.zeros((n_subsets, instance.n_nodes))
+    stay_count = np.zeros((n_subsets, instance.n_nodes))
+    np.add.at(stay_state, (labels[placed], instance.current[placed]), instance.state_size[placed])
+    np.add.at(stay_count, (labels[placed], instance.current[placed]), 1.0)
+    pinned = placed & instance.pinned
+    stay_pinned = np.zeros((n_subsets, instance.n_nodes))
+    np.add.at(stay_pinned, (labels[pinned], instance.current[pinned]), 1.0)
+    state_total = np.bincount(labels[placed], weights=instance.state_size[placed], minlength=n_subsets)
+    count_total = np.bincount(labels[placed], minlength=n_subsets).astype(np.float64)
+    pinned_total = np.bincount(labels[pinned], minlength=n_subsets).astype(np.float64)
+    state_cost = state_total[:, None] - stay_state[:, nodes]
+    count_cost = count_total[:, None] - stay_count[:, nodes]
+    pinned_cost = pinned_total[:, None] - stay_pinned[:, nodes]
+    scale = max(1.0, float(instance.state_size.sum()))
+    cost = pinned_cost * 4.0 * scale * (instance.n_units + 1) + state_cost + count_cost * scale * 1e-9
+    rows, cols = linear_sum_assignment(cost)
+    node_of_subset = np.empty(n_subsets, dtype=np.int64)
+    node_of_subset[rows] = nodes[cols]
+    return node_of_subset
+
+
+def summed_imbalance(instance: AssignmentInstance, assignment: IntArray, windows: int) -> float:
+    """hbar(F) over the latest `windows` windows: sum of the variances of the staying node loads."""
+    per_node = node_series(instance.series[:, -windows:], assignment, instance.n_nodes)
+    return float(per_node[instance.active].var(axis=0).sum())
+
+
+def clb(instance: AssignmentInstance, threshold: float = 0.0, m: int | None = None) -> Plan:
+    windows = instance.series.shape[1] if m is None else m
+    if instance.series.shape[1] < max(windows, MIN_WINDOWS):
+        need = max(windows, MIN_WINDOWS)
+        raise UnsolvableRequest(
+            ("body", "units", 0, "load"),
+            f"CLB needs load series of at least {need} windows (m={m}), got {instance.series.shape[1]}",
+        )
+    series = instance.series[:, -windows:]
+    nodes = np.flatnonzero(instance.active)
+    n_subsets = min(len(nodes), instance.n_units)
+    labels = clb_partition(series, n_subsets, threshold)
+    node_of_subset = map_subsets_to_nodes(instance, labels, nodes)
+    assignment = node_of_subset[labels]
+    notes = [
+        f"clb: {n_subsets} subsets from {instance.n_units} substreams over {windows} windows, threshold "
+        f"{threshold:g}; cross covariance {cross_covariance(covariance_matrix(series), labels):g}"
+    ]
+    if kept := keep_pinned(instance, assignment):
+        notes.append(f"{kept} pinned units stay on their node although their subset is placed elsewhere")
+    cut = revert_over_budget(instance, assignment)
+    if cut:
+        notes.append(f"the budget cuts {cut} moves of the CLB plan")
+        placed = instance.current != UNPLACED
+        if placed.all() and summed_imbalance(instance, assignment, windows) >= summed_imbalance(
+            instance, instance.current, windows
+        ):
+            notes.append("what the budget leaves of the plan does not lower the imbalance: nothing moves")
+            assignment = instance.current.copy()
+    if capped := revert_over_cap(instance, assignment):
+        notes.append(
+            f"{capped} moves reverted to keep receiving nodes under the capacity cap and resource capacities"
+        )
+    changed = bool((assignment != instance.current).any())
+    return Plan(assignment=assignment, status="feasible" if changed else "unchanged", notes=notes)
