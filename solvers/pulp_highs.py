@@ -37,11 +37,14 @@ def solve_move_model(p: dict[str, Any]) -> dict[str, Any]:
     for ms in by_unit.values():
         if len(ms) > 1:
             prob += pulp.lpSum(y[m] for m in ms) <= 1  # (1)
-    if p["max_migrations"] is not None:  # (2) as a count
-        prob += pulp.lpSum(y[m] for m in np.flatnonzero(p["is_migration"]).tolist()) <= p["max_migrations"]
-    if p["max_migration_cost"] is not None:  # (2) as state size
-        prob += pulp.lpSum(float(c) * y[m] for m, c in enumerate(p["cost"].tolist()) if c > 0) <= float(
-            p["max_migration_cost"]
+    # (2), relative to the reference plan's own migrations (moving a unit back home refunds it)
+    if p["max_migrations"] is not None:
+        prob += pulp.lpSum(int(c) * y[m] for m, c in enumerate(p["count_coef"].tolist()) if c) <= (
+            p["max_migrations"] - p["count_base"]
+        )
+    if p["max_migration_cost"] is not None:
+        prob += pulp.lpSum(float(c) * y[m] for m, c in enumerate(p["cost_coef"].tolist()) if c) <= (
+            float(p["max_migration_cost"]) - float(p["cost_base"])
         )
     incoming: dict[int, list[int]] = {}
     outgoing: dict[int, list[int]] = {}

@@ -30,9 +30,12 @@ def _grouped(keys: IntArray) -> dict[int, IntArray]:
 
 
 def solve_cpsat(
-    model: MoveModel, hint: IntArray | None, deadline: float, relative_gap: float, seed: int, workers: int = 2
+    model: MoveModel, deadline: float, relative_gap: float, seed: int, workers: int = 2
 ) -> BackendResult:
-    """Build and solve; `deadline` is a time.perf_counter() instant that covers the model building too."""
+    """Build and solve; `deadline` is a time.perf_counter() instant that covers the model building too.
+
+    The reference plan (every variable 0) is given as a complete hint, d, du and dl included, so CP-SAT starts from
+    a feasible solution and every round is at least as good as its reference."""
     inst = model.instance
     n_moves = model.n_moves
     into, out_of = model.util_coefficient()
@@ -57,19 +60,21 @@ def solve_cpsat(
     for ms in _grouped(model.move_unit).values():
         if len(ms) > 1:
             cp.add_at_most_one(y[m] for m in ms.tolist())
-    # (2) budgets
+    # (2) budgets, relative to the reference plan's own migrations
     if inst.max_migrations is not None:
-        migrations = np.flatnonzero(model.is_migration)
-        cp.add(weighted(migrations, np.ones(len(migrations), dtype=np.int64)) <= inst.max_migrations)
+        nonzero = np.flatnonzero(model.count_coef)
+        cp.add(weighted(nonzero, model.count_coef[nonzero]) <= inst.max_migrations - model.count_base)
     if inst.max_migration_cost is not None:
-        positive = np.flatnonzero(model.cost > 0)
-        if len(positive):
-            cost_scale = 1e9 / max(float(model.cost.sum()), inst.max_migration_cost, 1e-300)
-            cost_i = np.ceil(model.cost[positive] * cost_scale).astype(np.int64)
-            cp.add(weighted(positive, cost_i) <= math.floor(inst.max_migration_cost * cost_scale))
+        nonzero = np.flatnonzero(model.cost_coef)
+        if len(nonzero):
+            scale = 1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300)
+            # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the budget.
+            coefficients = np.ceil(model.cost_coef[nonzero] * scale).astype(np.int64)
+            room = math.floor((inst.max_migration_cost - model.cost_base) * scale)
+            cp.add(weighted(nonzero, coefficients) <= room)
     # (3), (4), cap, resources: per neighbourhood node
     incoming = _grouped(model.move_to)
-    outgoing = _grouped(model.start[model.move_unit])
+    outgoing = _grouped(model.move_from)
     empty = np.zeros(0, dtype=np.int64)
     max_terms = 1
     for node in model.nodes.tolist():
@@ -96,23 +101,17 @@ def solve_cpsat(
     # Lexicographic objective: d first, then du + dl (w1 >> w2 as in the paper, exactly: w1 > max(du + dl)).
     w1 = 2 * d_max + 1
     cp.minimize(w1 * d - du - dl)
-    if hint is not None:
-        # A complete hint (every variable, d, du and dl included) lets CP-SAT start from a feasible solution.
-        chosen_hint = np.zeros(n_moves, dtype=np.int64)
-        chosen_hint[hint] = 1
-        # Bulk write into the proto (add_hint per variable costs more than the solve on small rounds).
-        cp.proto.solution_hint.vars.extend([v.index for v in y])
-        cp.proto.solution_hint.values.extend(chosen_hint.tolist())
-        util_h = base_i.copy()
-        np.add.at(util_h, model.move_to[hint], into_i[hint])
-        np.subtract.at(util_h, model.start[model.move_unit[hint]], out_i[hint])
-        active_nodes = model.nodes[inst.active[model.nodes]]
-        hi = int(util_h[active_nodes].max()) - mean_i if len(active_nodes) else 0
-        lo = mean_i - int(util_h[active_nodes].min()) if len(active_nodes) else 0
-        d_hint = max(hi, lo, math.floor(model.fixed_deviation * SCALE), 0)
-        cp.add_hint(d, d_hint)
-        cp.add_hint(du, max(0, d_hint - hi))
-        cp.add_hint(dl, max(0, d_hint - lo))
+    # Complete hint: the reference plan (bulk write into the proto: add_hint per variable costs more than the
+    # solve on small rounds).
+    cp.proto.solution_hint.vars.extend([v.index for v in y])
+    cp.proto.solution_hint.values.extend([0] * n_moves)
+    active_nodes = model.nodes[inst.active[model.nodes]]
+    high = int(base_i[active_nodes].max()) - mean_i if len(active_nodes) else 0
+    low = mean_i - int(base_i[active_nodes].min()) if len(active_nodes) else 0
+    d_hint = max(high, low, math.floor(model.fixed_deviation * SCALE), 0)
+    cp.add_hint(d, d_hint)
+    cp.add_hint(du, max(0, d_hint - high))
+    cp.add_hint(dl, max(0, d_hint - low))
 
     solver = cp_model.CpSolver()
     params = solver.parameters

@@ -1,8 +1,8 @@
 """The move model on HiGHS through PuLP, for comparison with CP-SAT (continuous d, du, dl; no integer scaling).
 
 The solve runs in a child interpreter (see solvers/pulp_highs.py for why); starting it costs about 0.3 s, which
-counts against the time limit. PuLP's HiGHS interface takes no warm start, so the hint is not passed; the caller still keeps
-the best of this plan and the heuristics.
+counts against the time limit. PuLP's HiGHS interface takes no warm start, so the reference plan is not passed as a hint; the caller
+keeps the better of this plan and its reference.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import time
 
 import numpy as np
 
-from solvers.instance import IntArray
 from solvers.milp.model import BackendResult, MoveModel
 
 
 def solve_highs(
     model: MoveModel,
-    hint: IntArray | None,
     deadline: float,
     relative_gap: float,
     seed: int,
@@ -35,7 +33,7 @@ def solve_highs(
     payload = {
         "move_unit": model.move_unit,
         "move_to": model.move_to,
-        "move_from": model.start[model.move_unit],
+        "move_from": model.move_from,
         "into": into,
         "out_of": out_of,
         "nodes": model.nodes,
@@ -44,8 +42,10 @@ def solve_highs(
         "mean": model.mean,
         "cap": model.cap,
         "fixed_deviation": model.fixed_deviation,
-        "is_migration": model.is_migration,
-        "cost": model.cost,
+        "count_base": model.count_base,
+        "count_coef": model.count_coef,
+        "cost_base": model.cost_base,
+        "cost_coef": model.cost_coef,
         "max_migrations": inst.max_migrations,
         "max_migration_cost": inst.max_migration_cost,
         "resource_slack": model.resource_slack,

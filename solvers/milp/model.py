@@ -14,11 +14,15 @@ weighting), mean = 100 x total load / staying capacity (the paper's mean, all lo
 Where we deviate, and why:
 - (3) is over staying nodes only: the reported load distance counts staying nodes (CONTRACT.md), and draining nodes
   still push d through (4) since `mean` includes their load, so Lemma 4.2 (all of B is emptied at the optimum) holds.
-- No variable x[i,k] for moves that cannot help: a unit is a candidate only if it sits on a node in the neighbourhood
-  (the most and least utilized nodes, draining nodes, nodes the best heuristic touched) and may only go to staying
-  neighbourhood nodes; every other unit is a constant. With a budget of K moves at most K units change, so this keeps
-  the optimum of realistic instances while cutting the model from N x U to a few thousand booleans. Nodes outside the
-  neighbourhood keep their load, and their deviation is a constant lower bound on d.
+- Variables only for moves that may help, relative to a reference plan (the best found so far): a unit is a candidate
+  only if it sits on a neighbourhood node (the most and least utilized nodes, draining nodes, a few random ones) and
+  may only go to staying neighbourhood nodes; every other unit stays where the reference puts it. The budget still
+  counts against the original placement: moving a unit that the reference already migrated costs nothing more, and
+  moving it back home refunds its migration (coefficients -1..1 per move, constant = the reference's migrations).
+  This cuts the model from N x U to a few thousand booleans and keeps its size independent of how many units the
+  reference already moves; solved repeatedly around the improving reference it is a large-neighbourhood search whose
+  every round starts from a feasible plan (all variables 0). Nodes outside the neighbourhood keep their load, and
+  their deviation is a constant lower bound on d. With the whole instance as the neighbourhood it is the full model.
 - A utilization cap: no node may end above max(100 %, the current peak) (the current plan always satisfies it), and
   further resources (vector load) are capped at each node's capacity or its current usage if that is higher.
 - Pinned units are constants.
@@ -40,9 +44,10 @@ from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
 
 @dataclass(frozen=True)
 class MoveModel:
-    """Variables: one boolean per (candidate unit, allowed destination other than its start node).
+    """Variables: one boolean per (candidate unit, allowed destination other than its reference node).
 
-    Units without a node yet start where the largest-first placement puts them; moving them from there is free.
+    All variables 0 is the reference plan itself. Budget use of a plan = count_base + sum count_coef[m] y[m] (and the
+    same for cost), counted against the original placement (units without a node cost nothing to place).
     """
 
     instance: AssignmentInstance
@@ -50,36 +55,35 @@ class MoveModel:
     candidates: IntArray  # unit indices that may move
     move_unit: IntArray  # (M,) unit index of each move variable
     move_to: IntArray  # (M,) destination node of each move variable
-    start: IntArray  # (U,) node of each unit before any move
-    base_util: FloatArray  # (N,) utilization with every unit on its start node
+    reference: IntArray  # (U,) node of each unit in the reference plan
+    base_util: FloatArray  # (N,) utilization of the reference plan
     mean: float
     cap: float
     fixed_deviation: float  # max |util - mean| over staying nodes outside the neighbourhood (constants)
-    is_migration: FloatArray  # (M,) 1 when the move is a migration, 0 for a first placement (free)
-    cost: FloatArray  # (M,) state_size of a migration, 0 for a first placement
+    count_base: int  # migrations of the reference plan
+    count_coef: IntArray  # (M,) change of the migration count when the move is made (-1, 0 or 1)
+    cost_base: float  # migration cost of the reference plan
+    cost_coef: FloatArray  # (M,) change of the migration cost when the move is made
     resource_slack: FloatArray  # (N, R) room left on each node for each further resource
 
     @property
     def n_moves(self) -> int:
         return len(self.move_unit)
 
+    @property
+    def move_from(self) -> IntArray:
+        return self.reference[self.move_unit]
+
     def util_coefficient(self) -> tuple[FloatArray, FloatArray]:
         """Utilization change of each move on its destination (+) and on its source (-)."""
-        inst = self.instance
-        load = inst.load[self.move_unit]
-        return 100.0 * load / inst.capacity[self.move_to], 100.0 * load / inst.capacity[
-            self.start[self.move_unit]
-        ]
+        load = 100.0 * self.instance.load[self.move_unit]
+        return load / self.instance.capacity[self.move_to], load / self.instance.capacity[self.move_from]
 
     def assignment_of(self, chosen: IntArray) -> IntArray:
         """The complete assignment when the move variables `chosen` (indices) are 1."""
-        assignment = self.start.copy()
+        assignment = self.reference.copy()
         assignment[self.move_unit[chosen]] = self.move_to[chosen]
         return assignment
-
-    def moves_of(self, assignment: IntArray) -> IntArray:
-        """Indices of the move variables that express `assignment` (it must lie inside the model)."""
-        return np.flatnonzero(assignment[self.move_unit] == self.move_to)
 
 
 @dataclass(frozen=True)
@@ -91,25 +95,38 @@ class BackendResult:
 
 
 def build_move_model(
-    instance: AssignmentInstance, nodes: IntArray, candidates: IntArray, start: IntArray
+    instance: AssignmentInstance,
+    nodes: IntArray,
+    candidates: IntArray,
+    reference: IntArray,
+    original: IntArray,
 ) -> MoveModel:
+    """`original`: where units are before the plan, unplaced units on their free first placement."""
     dests = nodes[instance.active[nodes]]
-    per_unit = [dests[dests != start[u]] for u in candidates]
+    per_unit = [dests[dests != reference[u]] for u in candidates.tolist()]
     move_unit = np.repeat(candidates, [len(a) for a in per_unit]).astype(np.int64)
     move_to = np.concatenate(per_unit).astype(np.int64) if per_unit else np.zeros(0, dtype=np.int64)
     base_util = (
-        100.0 * np.bincount(start, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
+        100.0 * np.bincount(reference, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
     )
     touched = np.zeros(instance.n_nodes, dtype=bool)
     touched[nodes] = True
     staying_fixed = instance.active & ~touched
     mean = instance.mean_utilization
     fixed_dev = float(np.max(np.abs(base_util[staying_fixed] - mean))) if staying_fixed.any() else 0.0
-    is_migration = (instance.current[move_unit] != UNPLACED).astype(np.float64)
+    counts = instance.current != UNPLACED  # placing a unit for the first time is not a migration
+    migrated = counts & (reference != original)
+    state = np.where(counts, instance.state_size, 0.0)
+    after = counts[move_unit] & (move_to != original[move_unit])
+    count_coef = after.astype(np.int64) - migrated[move_unit].astype(np.int64)
+    cost_coef = np.where(after, state[move_unit], 0.0) - np.where(migrated[move_unit], state[move_unit], 0.0)
     if instance.resource_names:
-        usage = np.zeros((instance.n_nodes, len(instance.resource_names)))
-        np.add.at(usage, start, instance.resource_usage)
-        slack = np.maximum(instance.resource_capacity, usage) - usage
+        placed = instance.current != UNPLACED
+        before = np.zeros((instance.n_nodes, len(instance.resource_names)))
+        np.add.at(before, instance.current[placed], instance.resource_usage[placed])
+        now = np.zeros_like(before)
+        np.add.at(now, reference, instance.resource_usage)
+        slack = np.maximum(instance.resource_capacity, before) - now
     else:
         slack = np.zeros((instance.n_nodes, 0))
     return MoveModel(
@@ -118,13 +135,15 @@ def build_move_model(
         candidates=candidates,
         move_unit=move_unit,
         move_to=move_to,
-        start=start,
+        reference=reference,
         base_util=base_util,
         mean=mean,
         cap=instance.utilization_cap(),
         fixed_deviation=fixed_dev,
-        is_migration=is_migration,
-        cost=is_migration * instance.state_size[move_unit],
+        count_base=int(migrated.sum()),
+        count_coef=count_coef,
+        cost_base=float(state[migrated].sum()),
+        cost_coef=cost_coef,
         resource_slack=slack,
     )
 
@@ -142,18 +161,15 @@ def objective_parts(instance: AssignmentInstance, assignment: IntArray) -> tuple
 def choose_neighbourhood(
     instance: AssignmentInstance,
     reference: IntArray,
-    hint: IntArray,
     width: int,
     per_node: int,
-    start: IntArray,
     extra_nodes: IntArray | None = None,
 ) -> tuple[IntArray, IntArray]:
-    """Nodes and candidate units of the restricted model.
+    """Nodes and candidate units of the restricted model around the `reference` plan.
 
-    Nodes: the `width` most and least utilized staying nodes in `reference`, `extra_nodes` (positions among the
-    staying nodes), draining nodes that hold movable units, and every node the hint changes (relative to `start`). Units: on each of those nodes, the movable units spread over the load range (the
-    largest ones and evenly spaced quantiles: a fine balance needs both big and small pieces), plus the hint's moves
-    and every unit that has no node yet.
+    Nodes: the `width` most and least utilized staying nodes, `extra_nodes` (positions among the staying nodes), and
+    draining nodes that still hold movable units. Units: on each of those nodes, the movable units spread over the
+    load range (the largest ones and evenly spaced quantiles: a fine balance needs both big and small pieces).
     """
     util = (
         100.0 * np.bincount(reference, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
@@ -164,25 +180,26 @@ def choose_neighbourhood(
     if extra_nodes is not None:
         nodes |= set(active[extra_nodes].tolist())
     movable = instance.movable
-    nodes |= {int(n) for n in np.flatnonzero(instance.draining) if np.any(movable & (start == n))}
-    changed = np.flatnonzero(hint != start)
-    nodes |= set(hint[changed].tolist()) | set(start[changed].tolist())
+    holding = np.bincount(reference[movable], minlength=instance.n_nodes) > 0
+    nodes |= set(np.flatnonzero(instance.draining & holding).tolist())
     node_arr = np.array(sorted(nodes), dtype=np.int64)
-    units: set[int] = set(changed.tolist()) | set(np.flatnonzero(instance.current == UNPLACED).tolist())
     in_nodes = np.zeros(instance.n_nodes, dtype=bool)
     in_nodes[node_arr] = True
-    pool = np.flatnonzero(movable & in_nodes[start])
-    pool = pool[np.lexsort((instance.load[pool], start[pool]))]  # by node, then by load
-    bounds = (
-        np.searchsorted(start[pool], node_arr, side="left"),
-        np.searchsorted(start[pool], node_arr, side="right"),
-    )
-    for lo, hi in zip(*bounds, strict=True):
+    pool = np.flatnonzero(movable & in_nodes[reference])
+    pool = pool[np.lexsort((instance.load[pool], reference[pool]))]  # by node, then by load
+    where = reference[pool]
+    units: list[np.ndarray] = []
+    for lo, hi in zip(
+        np.searchsorted(where, node_arr, side="left"),
+        np.searchsorted(where, node_arr, side="right"),
+        strict=True,
+    ):
         on_node = pool[lo:hi]
         if len(on_node) <= per_node:
-            units.update(on_node.tolist())
+            units.append(on_node)
             continue
         spread = np.unique(np.linspace(0, len(on_node) - 1, max(2, per_node // 2)).round().astype(np.int64))
-        units.update(on_node[spread].tolist())
-        units.update(on_node[-max(1, per_node - len(spread)) :].tolist())
-    return node_arr, np.array(sorted(units), dtype=np.int64)
+        units.append(on_node[spread])
+        units.append(on_node[-max(1, per_node - len(spread)) :])
+    chosen = np.unique(np.concatenate(units)) if units else np.zeros(0, dtype=np.int64)
+    return node_arr, chosen.astype(np.int64)

@@ -87,15 +87,15 @@ def solve_milp(
                 notes.append(f"stopped at a proven gap of {gap:.4g} points (relative_gap {relative_gap})")
                 break
             extra = rng.choice(n_active, size=min(n_active, width), replace=False) if iterations else None
-            nodes, units = choose_neighbourhood(instance, best, best, width, per_node, start, extra)
-            model = build_move_model(instance, nodes, units, start)
+            nodes, units = choose_neighbourhood(instance, best, width, per_node, extra)
+            model = build_move_model(instance, nodes, units, best, start)
             complete = len(nodes) == instance.n_nodes and len(units) == int(
                 (instance.movable | (instance.current == UNPLACED)).sum()
             )
             # Complete models get all the time (a proof may come); partial ones a share, so several rounds run.
             round_time = remaining if complete else min(remaining, max(0.1, 0.3 * time_limit_s))
             result: BackendResult = solve(
-                model, model.moves_of(best), time.perf_counter() + round_time, relative_gap, seed + iterations
+                model, time.perf_counter() + round_time, relative_gap, seed + iterations
             )
             rounding = max(rounding, result.rounding_error)
             iterations += 1
