@@ -50,7 +50,8 @@ def polish(
     resources = BudgetTracker(inst)  # only its resource room is used here; the budget is tracked below
     resources.track(assignment)
 
-    def budget_delta(units: IntArray, dest: IntArray) -> tuple[np.ndarray, np.ndarray]:
+    def budget_delta(units: np.ndarray, dest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Change of the migration count and cost if `units` went to `dest` (arrays broadcast together)."""
         before = counts_budget[units] & (assignment[units] != original[units])
         after = counts_budget[units] & (dest != original[units])
         delta_n = after.astype(np.int64) - before.astype(np.int64)
@@ -75,12 +76,12 @@ def polish(
                 new_src = util[node] - share / capacity[node]
                 dest_util = util[active][None, :] + share[:, None] / capacity[active][None, :]
                 worst_after = np.maximum(np.abs(new_src - mean)[:, None], np.abs(dest_util - mean))
-                dn, dc = budget_delta(np.repeat(units, len(active)), np.tile(active, len(units)))
+                dn, dc = budget_delta(units[:, None], active[None, :])  # broadcast to (units, nodes)
                 ok = (
                     (dest_util <= cap)
                     & (active[None, :] != node)
-                    & ((used_moves + dn.reshape(worst_after.shape)) <= max_moves)
-                    & ((used_cost + dc.reshape(worst_after.shape)) <= max_cost * (1 + 1e-12))
+                    & ((used_moves + dn) <= max_moves)
+                    & ((used_cost + dc) <= max_cost * (1 + 1e-12))
                 )
                 gain = np.where(ok, d - worst_after, -np.inf)
                 flat = int(np.argmax(gain))
@@ -123,10 +124,10 @@ def polish(
             new_node = util[node] - 100.0 * diff / capacity[node]
             new_partner = util[partner] + 100.0 * diff / capacity[partner]
             worst_after = np.maximum(np.abs(new_node - mean), np.abs(new_partner - mean))
-            dn1, dc1 = budget_delta(np.repeat(mine, len(theirs)), np.full(len(mine) * len(theirs), partner))
-            dn2, dc2 = budget_delta(np.tile(theirs, len(mine)), np.full(len(mine) * len(theirs), node))
-            dn = (dn1 + dn2).reshape(diff.shape)
-            dc = (dc1 + dc2).reshape(diff.shape)
+            dn1, dc1 = budget_delta(mine[:, None], np.array(partner))
+            dn2, dc2 = budget_delta(theirs[None, :], np.array(node))
+            dn = dn1 + dn2  # broadcast to (mine, theirs)
+            dc = dc1 + dc2
             ok = (
                 (new_node <= max(cap, util[node]))
                 & (new_partner <= max(cap, util[partner]))
