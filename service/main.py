@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from service.errors import install_problem_handlers
 from service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from service.pool import SolverPool
-from service.routers import assignment, health
+from service.routers import assignment, health, splitter
 from service.settings import Settings, get_settings
 from service.telemetry import Metrics
 
@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.include_router(health.router)
     app.include_router(assignment.router)
+    app.include_router(splitter.router)
     return app
 
 

@@ -1,0 +1,170 @@
+"""POST /v1/splitter/weights: one ordered data-parallel region's blocking counters in, splitter weights out.
+
+The service is stateless, so what the model learns (per-connection blocking-rate data points, Schneider et al.
+Section 5.1) travels in `model`: the response carries it, the caller sends it back on the next call. The model is
+untrusted input: it is versioned, every list in it is size-bounded here, and `model_errors` checks the rest.
+"""
+
+from typing import Literal
+
+from pydantic import Field
+
+from schemas.common import Identifier, NonNegativeFloat, ResponseModel, StrictModel
+from solvers.splitter.model import MAX_POINTS as MAX_POINTS_PER_CONNECTION
+
+MODEL_VERSION = 1
+MAX_CONNECTIONS = 4_096
+MIN_RESOLUTION = 2
+MAX_RESOLUTION = 100_000
+# The solver holds one value per connection and weight step; this caps that grid (4M floats = 32 MB).
+MAX_GRID_CELLS = 4_194_304
+
+
+class SplitterConnection(StrictModel):
+    id: Identifier
+    weight: int = Field(
+        ge=0, description="Current share in units of 1/resolution (the weight in force since the last call)."
+    )
+    cumulative_blocking_s: NonNegativeFloat = Field(
+        description="Seconds the splitter has blocked sending on this connection since the transport started "
+        "counting; a decrease means the counter was reset."
+    )
+
+
+class ModelPoint(StrictModel):
+    """One raw data point of a connection's blocking-rate function: the smoothed rate observed at weight `w`."""
+
+    w: int = Field(ge=1, le=MAX_RESOLUTION, description="Weight at which the rate was observed.")
+    rate: NonNegativeFloat = Field(description="Smoothed blocking rate there (seconds blocked per second).")
+    n: int = Field(ge=1, le=1_000_000, description="Observations smoothed into this point (capped).")
+    seen: int = Field(ge=0, description="Call number of the latest observation (for eviction).")
+
+
+class ModelConnection(StrictModel):
+    id: Identifier
+    cumulative_blocking_s: NonNegativeFloat = Field(description="Counter value at the previous call.")
+    points: list[ModelPoint] = Field(default_factory=list, max_length=MAX_POINTS_PER_CONNECTION)
+
+
+class SplitterModel(StrictModel):
+    """What the splitter model learned so far; send it back unchanged on the next call."""
+
+    version: int = Field(description=f"Model format version; this service reads version {MODEL_VERSION}.")
+    resolution: int = Field(ge=MIN_RESOLUTION, le=MAX_RESOLUTION)
+    observed_at: float = Field(allow_inf_nan=False, description="observed_at of the previous call.")
+    calls: int = Field(ge=0, description="Calls that built this model.")
+    connections: list[ModelConnection] = Field(max_length=MAX_CONNECTIONS)
+
+
+class SplitterRequest(StrictModel):
+    connections: list[SplitterConnection] = Field(min_length=1, max_length=MAX_CONNECTIONS)
+    observed_at: float = Field(
+        allow_inf_nan=False, description="When the counters were read (seconds, e.g. Unix time)."
+    )
+    model: SplitterModel | None = Field(
+        default=None, description="The `model` of the previous response; null on the first call."
+    )
+    resolution: int = Field(
+        default=1000,
+        ge=MIN_RESOLUTION,
+        le=MAX_RESOLUTION,
+        description="Weights are in units of 1/resolution (1000 = 0.1% steps).",
+    )
+    max_change: int | None = Field(
+        default=None,
+        ge=1,
+        description="Each weight moves at most this much per call (bounds m_j, M_j of Section 5.2); null: free.",
+    )
+    exploration_decay: float = Field(
+        default=0.1,
+        ge=0.0,
+        lt=1.0,
+        allow_inf_nan=False,
+        description="Data points above a connection's current weight shrink by this fraction per call "
+        "(Section 5.4); 0 disables exploration (LB-static).",
+    )
+    clustering: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Pool similar connections into clusters (Section 5.3); auto: on from 16 connections.",
+    )
+
+
+class SplitterResponse(ResponseModel):
+    weights: dict[str, int] = Field(description="New weight per connection id; they sum to resolution.")
+    model: SplitterModel
+    clusters: list[list[str]] = Field(
+        description="Connection ids grouped by cluster (singletons when clustering is off)."
+    )
+    predicted_max_blocking_rate: float = Field(
+        description="max over connections (clusters) of the predicted blocking rate at the new weights."
+    )
+    solve_ms: float
+    notes: list[str] = Field(default_factory=list)
+
+
+Loc = tuple[str | int, ...]
+
+
+def request_errors(request: SplitterRequest) -> list[tuple[Loc, str]]:
+    """Cross-field rules a single field's type cannot say, each naming the offending field."""
+    errors: list[tuple[Loc, str]] = []
+    seen: set[str] = set()
+    for i, connection in enumerate(request.connections):
+        if connection.id in seen:
+            errors.append((("body", "connections", i, "id"), f"duplicate connection id {connection.id!r}"))
+        seen.add(connection.id)
+        if connection.weight > request.resolution:
+            errors.append(
+                (("body", "connections", i, "weight"), f"weight exceeds resolution {request.resolution}")
+            )
+    total = sum(c.weight for c in request.connections)
+    if total != request.resolution:
+        errors.append(
+            (
+                ("body", "connections"),
+                f"weights sum to {total}, they must sum to resolution {request.resolution}",
+            )
+        )
+    if len(request.connections) * (request.resolution + 1) > MAX_GRID_CELLS:
+        errors.append(
+            (
+                ("body", "resolution"),
+                f"connections x (resolution + 1) must be at most {MAX_GRID_CELLS}; use a smaller resolution",
+            )
+        )
+    if request.model is not None:
+        errors.extend(model_errors(request.model))
+    return errors
+
+
+def model_errors(model: SplitterModel) -> list[tuple[Loc, str]]:
+    """A model the caller sent back is untrusted: check what pydantic's field types cannot."""
+    errors: list[tuple[Loc, str]] = []
+    if model.version != MODEL_VERSION:
+        errors.append(
+            (
+                ("body", "model", "version"),
+                f"model version {model.version} is not {MODEL_VERSION}: start over with null",
+            )
+        )
+        return errors
+    ids: set[str] = set()
+    for i, connection in enumerate(model.connections):
+        if connection.id in ids:
+            errors.append(
+                (("body", "model", "connections", i, "id"), f"duplicate connection id {connection.id!r}")
+            )
+        ids.add(connection.id)
+        weights: set[int] = set()
+        for k, point in enumerate(connection.points):
+            loc: Loc = ("body", "model", "connections", i, "points", k)
+            if point.w > model.resolution:
+                errors.append(
+                    ((*loc, "w"), f"weight {point.w} exceeds the model's resolution {model.resolution}")
+                )
+            if point.w in weights:
+                errors.append(((*loc, "w"), f"duplicate point at weight {point.w}"))
+            weights.add(point.w)
+            if point.seen > model.calls:
+                errors.append(((*loc, "seen"), f"seen {point.seen} is after the model's calls {model.calls}"))
+    return errors

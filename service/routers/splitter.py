@@ -1,0 +1,104 @@
+"""POST /v1/splitter/weights: splitter weights for one ordered data-parallel region (Schneider et al.)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from fastapi import APIRouter, Request
+
+from schemas.splitter import (
+    MODEL_VERSION,
+    ModelConnection,
+    ModelPoint,
+    SplitterModel,
+    SplitterRequest,
+    SplitterResponse,
+    request_errors,
+)
+from service.errors import invalid_snapshot
+from service.routers.assignment import PROBLEM_RESPONSES
+from solvers.errors import UnsolvableRequest
+from solvers.splitter import SplitterInput, SplitterMemory, update_weights
+from solvers.splitter.model import ConnectionMemory, DataPoint
+
+router = APIRouter(tags=["splitter"])
+ALGORITHM = "blocking-rate-minimax"
+
+
+def to_memory(model: SplitterModel) -> SplitterMemory:
+    return SplitterMemory(
+        resolution=model.resolution,
+        observed_at=model.observed_at,
+        calls=model.calls,
+        connections={
+            c.id: ConnectionMemory(
+                counter=c.cumulative_blocking_s,
+                points=[DataPoint(w=p.w, rate=p.rate, n=p.n, seen=p.seen) for p in c.points],
+            )
+            for c in model.connections
+        },
+    )
+
+
+def to_model(memory: SplitterMemory) -> SplitterModel:
+    # model_construct: the values come from the solver, which keeps them within the bounds the schema states.
+    return SplitterModel.model_construct(
+        version=MODEL_VERSION,
+        resolution=memory.resolution,
+        observed_at=memory.observed_at,
+        calls=memory.calls,
+        connections=[
+            ModelConnection.model_construct(
+                id=cid,
+                cumulative_blocking_s=c.counter,
+                points=[ModelPoint.model_construct(w=p.w, rate=p.rate, n=p.n, seen=p.seen) for p in c.points],
+            )
+            for cid, c in memory.connections.items()
+        ],
+    )
+
+
+@router.post(
+    "/v1/splitter/weights",
+    response_model=SplitterResponse,
+    responses=PROBLEM_RESPONSES,
+    summary="Weights for a splitter of an ordered parallel region, from per-connection blocking time",
+)
+async def splitter_weights(body: SplitterRequest, request: Request) -> SplitterResponse:
+    errors = request_errors(body)
+    if errors:
+        raise invalid_snapshot(errors)
+    metrics = request.app.state.metrics
+
+    def work() -> SplitterResponse:
+        started = time.perf_counter()
+        ids = tuple(c.id for c in body.connections)
+        solver_input = SplitterInput(
+            ids=ids,
+            weights=np.fromiter((c.weight for c in body.connections), dtype=np.int64),
+            counters=np.fromiter((c.cumulative_blocking_s for c in body.connections), dtype=np.float64),
+            observed_at=body.observed_at,
+            resolution=body.resolution,
+            max_change=body.max_change,
+            exploration_decay=body.exploration_decay,
+            clustering=body.clustering,
+        )
+        try:
+            result = update_weights(solver_input, None if body.model is None else to_memory(body.model))
+        except UnsolvableRequest as exc:
+            raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
+        solve_s = time.perf_counter() - started
+        metrics.solve_seconds.labels("splitter", ALGORITHM).observe(solve_s)
+        return SplitterResponse(
+            weights=dict(zip(ids, result.weights.tolist(), strict=True)),
+            model=to_model(result.memory),
+            clusters=[[ids[j] for j in members] for members in result.clusters],
+            predicted_max_blocking_rate=result.predicted_max_blocking_rate,
+            solve_ms=round(solve_s * 1000.0, 3),
+            notes=result.notes,
+        )
+
+    response = await request.app.state.pool.run(work)
+    metrics.plans.labels("splitter", ALGORITHM, "optimal").inc()
+    return response

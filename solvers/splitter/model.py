@@ -1,0 +1,250 @@
+"""One call of the splitter model: counters in, new weights and the updated model out (Schneider et al., 3-5).
+
+Pure: plain dataclasses and numpy arrays, no wire models. The caller (the service) keeps nothing; the returned
+`SplitterMemory` goes back to the engine, which sends it with its next call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvers.instance import FloatArray, IntArray
+from solvers.splitter.clustering import cluster_connections
+from solvers.splitter.fox import fox_minimax
+from solvers.splitter.functions import blocking_function
+
+# Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
+# model's size and forgets stale measurements first.
+MAX_POINTS = 64
+# Smoothing of a data point: the running mean of its first SMOOTHING_WINDOW observations, then an exponential moving
+# average with gain 1/SMOOTHING_WINDOW. The rate at one weight is stable for a given load (paper Fig. 5) so averaging
+# removes noise and averages the draft leader's high rate with the draftee's zero; the bounded window keeps a point
+# following a change of load within a few intervals instead of being anchored to its whole history.
+SMOOTHING_WINDOW = 4
+AUTO_CLUSTERING_FROM = 16
+MAX_NAMED_IN_NOTE = 5
+
+
+@dataclass
+class DataPoint:
+    w: int
+    rate: float
+    n: int
+    seen: int
+
+
+@dataclass
+class ConnectionMemory:
+    counter: float  # cumulative blocking seconds at the previous call
+    points: list[DataPoint] = field(default_factory=list)
+
+
+@dataclass
+class SplitterMemory:
+    resolution: int
+    observed_at: float
+    calls: int
+    connections: dict[str, ConnectionMemory]
+
+
+@dataclass(frozen=True)
+class SplitterInput:
+    ids: tuple[str, ...]
+    weights: IntArray  # (N,) sum = resolution
+    counters: FloatArray  # (N,) cumulative blocking seconds, >= 0
+    observed_at: float
+    resolution: int = 1000
+    max_change: int | None = None
+    exploration_decay: float = 0.1
+    clustering: str = "auto"  # auto | on | off
+
+
+@dataclass
+class SplitterResult:
+    weights: IntArray
+    memory: SplitterMemory
+    clusters: list[list[int]]  # connection indices per cluster
+    predicted_max_blocking_rate: float
+    notes: list[str]
+
+
+def _named(ids: list[str]) -> str:
+    shown = ", ".join(ids[:MAX_NAMED_IN_NOTE])
+    return shown + (f" and {len(ids) - MAX_NAMED_IN_NOTE} more" if len(ids) > MAX_NAMED_IN_NOTE else "")
+
+
+def blocking_rates(
+    previous: FloatArray, current: FloatArray, elapsed_s: float
+) -> tuple[FloatArray, np.ndarray]:
+    """Blocking rate per connection over the last interval (Section 3) and which counters were reset.
+
+    A counter that decreased was reset by the transport during the interval; the blocking accrued since the reset
+    (its current value) is then the best available lower bound of the interval's blocking.
+    """
+    reset = current < previous
+    delta = np.where(reset, current, current - previous)
+    return delta / elapsed_s, reset
+
+
+def smooth_into(points: list[DataPoint], w: int, rate: float, call: int) -> None:
+    for point in points:
+        if point.w == w:
+            point.n = min(point.n + 1, SMOOTHING_WINDOW)
+            point.rate += (rate - point.rate) / point.n
+            point.seen = call
+            return
+    points.append(DataPoint(w=w, rate=rate, n=1, seen=call))
+
+
+def rescale(memory: SplitterMemory, resolution: int) -> None:
+    """Map the points of a model built at another resolution onto this one (merging points that coincide)."""
+    for connection in memory.connections.values():
+        merged: dict[int, DataPoint] = {}
+        for p in connection.points:
+            w = min(max(round(p.w * resolution / memory.resolution), 1), resolution)
+            if w in merged:
+                q = merged[w]
+                n = q.n + p.n
+                q.rate, q.n, q.seen = (
+                    (q.rate * q.n + p.rate * p.n) / n,
+                    min(n, SMOOTHING_WINDOW),
+                    max(q.seen, p.seen),
+                )
+            else:
+                merged[w] = DataPoint(w=w, rate=p.rate, n=p.n, seen=p.seen)
+        connection.points = list(merged.values())
+    memory.resolution = resolution
+
+
+def _point_arrays(points: list[DataPoint], scale: float = 1.0) -> tuple[FloatArray, FloatArray, FloatArray]:
+    return (
+        np.fromiter((p.w * scale for p in points), dtype=np.float64, count=len(points)),
+        np.fromiter((p.rate for p in points), dtype=np.float64, count=len(points)),
+        np.fromiter((p.n for p in points), dtype=np.float64, count=len(points)),
+    )
+
+
+def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> SplitterResult:
+    """Learn from the interval since the previous call, then solve the minimax allocation for the next one."""
+    n_connections = len(request.ids)
+    resolution = request.resolution
+    notes: list[str] = []
+    weights = np.asarray(request.weights, dtype=np.int64)
+    counters = np.asarray(request.counters, dtype=np.float64)
+
+    if memory is None:
+        memory = SplitterMemory(resolution, request.observed_at, 0, {})
+    elif memory.resolution != resolution:
+        notes.append(
+            f"model built at resolution {memory.resolution}: its points were rescaled to {resolution}"
+        )
+        rescale(memory, resolution)
+    call = memory.calls + 1
+
+    vanished = [cid for cid in memory.connections if cid not in set(request.ids)]
+    if vanished:
+        notes.append(f"connections gone since the previous call, their data dropped: {_named(vanished)}")
+    known = np.asarray([cid in memory.connections for cid in request.ids], dtype=bool)
+    new_ids = [cid for cid, k in zip(request.ids, known, strict=True) if not k]
+    if new_ids and memory.calls > 0:
+        notes.append(f"new connections start with empty functions: {_named(new_ids)}")
+    connections = [memory.connections.get(cid) or ConnectionMemory(counter=0.0) for cid in request.ids]
+
+    elapsed = request.observed_at - memory.observed_at
+    if memory.calls > 0 and elapsed <= 0:
+        notes.append("observed_at is not after the previous call's: no blocking rates measured this call")
+    if memory.calls > 0 and elapsed > 0 and known.any():
+        previous = np.asarray([c.counter for c in connections])
+        rates, reset = blocking_rates(previous, counters, elapsed)
+        reset &= known
+        if reset.any():
+            ids = [cid for cid, r in zip(request.ids, reset, strict=True) if r]
+            notes.append(f"blocking counter decreased (reset) on: {_named(ids)}")
+        for j in np.flatnonzero(known & (weights > 0)):
+            smooth_into(connections[j].points, int(weights[j]), float(rates[j]), call)
+
+    # Exploration (Section 5.4): shrink the data above the current weight geometrically, so that F_j flattens there
+    # over time and the optimisation tries higher weights again. The paper shrinks the function values; we shrink the
+    # raw points they are built from, which with the monotone regression has the same effect and keeps the model
+    # small (points, not a grid of R + 1 values per connection).
+    keep = 1.0 - request.exploration_decay
+    for j, connection in enumerate(connections):
+        connection.counter = float(counters[j])
+        for point in connection.points:
+            if point.w > weights[j]:
+                point.rate *= keep
+        if len(connection.points) > MAX_POINTS:
+            connection.points.sort(key=lambda p: (p.seen, -abs(p.w - int(weights[j]))), reverse=True)
+            del connection.points[MAX_POINTS:]
+        connection.points.sort(key=lambda p: p.w)
+
+    no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if not c.points]
+    if no_data and memory.calls > 0:
+        notes.append(f"no blocking data yet for: {_named(no_data)}")
+
+    values = np.empty((n_connections, resolution + 1))
+    for j, connection in enumerate(connections):
+        values[j] = blocking_function(*_point_arrays(connection.points), resolution)
+
+    if request.max_change is None:
+        lower = np.zeros(n_connections, dtype=np.int64)
+        upper = np.full(n_connections, resolution, dtype=np.int64)
+    else:
+        lower = np.maximum(weights - request.max_change, 0)
+        upper = np.minimum(weights + request.max_change, resolution)
+
+    use_clusters = request.clustering == "on" or (
+        request.clustering == "auto" and n_connections >= AUTO_CLUSTERING_FROM
+    )
+    labels = cluster_connections(values) if use_clusters else np.arange(n_connections)
+    n_clusters = int(labels.max()) + 1
+    if n_clusters == n_connections:
+        new_weights, predicted = fox_minimax(values, lower, upper, resolution, prefer=weights)
+        clusters = [[j] for j in range(n_connections)]
+    else:
+        clusters = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
+        new_weights, predicted = _solve_clustered(clusters, connections, weights, lower, upper, resolution)
+
+    memory.connections = dict(zip(request.ids, connections, strict=True))
+    memory.observed_at = request.observed_at if memory.calls == 0 or elapsed > 0 else memory.observed_at
+    memory.calls = call
+    return SplitterResult(new_weights, memory, clusters, predicted, notes)
+
+
+def _solve_clustered(
+    clusters: list[list[int]],
+    connections: list[ConnectionMemory],
+    weights: IntArray,
+    lower: IntArray,
+    upper: IntArray,
+    resolution: int,
+) -> tuple[IntArray, float]:
+    """Fox over one pooled function per cluster, then each cluster's weight shared evenly among its members.
+
+    A cluster of n members holding W gives each about W/n, so its function G(W) is the members' blocking at W/n:
+    the pooled points of all members, a member's point at weight w counting at W = n w.
+    """
+    cluster_values = np.empty((len(clusters), resolution + 1))
+    for c, members in enumerate(clusters):
+        arrays = [_point_arrays(connections[j].points, scale=len(members)) for j in members]
+        w, rate, count = (np.concatenate(parts) for parts in zip(*arrays, strict=True))
+        cluster_values[c] = blocking_function(w, rate, count, resolution)
+    index = [np.asarray(m) for m in clusters]
+    cluster_weights, predicted = fox_minimax(
+        cluster_values,
+        np.asarray([lower[m].sum() for m in index]),
+        np.asarray([upper[m].sum() for m in index]),
+        resolution,
+        prefer=np.asarray([weights[m].sum() for m in index]),
+    )
+    new_weights = np.zeros(len(weights), dtype=np.int64)
+    identity = np.arange(resolution + 1, dtype=np.float64)
+    for members, total in zip(index, cluster_weights.tolist(), strict=True):
+        # The even split inside bounds is itself a minimax problem with F(w) = w.
+        share, _ = fox_minimax(
+            np.broadcast_to(identity, (len(members), resolution + 1)), lower[members], upper[members], total
+        )
+        new_weights[members] = share
+    return new_weights, predicted
