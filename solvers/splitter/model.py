@@ -17,7 +17,7 @@ from solvers.splitter.functions import blocking_function
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
-MAX_POINTS = 64
+MAX_POINTS = 32
 # Smoothing of a data point: the running mean of its first SMOOTHING_WINDOW observations, then an exponential moving
 # average with gain 1/SMOOTHING_WINDOW. The rate at one weight is stable for a given load (paper Fig. 5) so averaging
 # removes noise and averages the draft leader's high rate with the draftee's zero; the bounded window keeps a point
@@ -118,12 +118,32 @@ def rescale(memory: SplitterMemory, resolution: int) -> None:
     memory.resolution = resolution
 
 
-def _point_arrays(points: list[DataPoint], scale: float = 1.0) -> tuple[FloatArray, FloatArray, FloatArray]:
-    return (
-        np.fromiter((p.w * scale for p in points), dtype=np.float64, count=len(points)),
-        np.fromiter((p.rate for p in points), dtype=np.float64, count=len(points)),
-        np.fromiter((p.n for p in points), dtype=np.float64, count=len(points)),
-    )
+def _point_arrays(points: list[DataPoint]) -> FloatArray:
+    """(3, P) array of the points' weights, rates and counts."""
+    if not points:
+        return np.zeros((3, 0))
+    return np.array([(p.w, p.rate, p.n) for p in points], dtype=np.float64).T
+
+
+def even_split(total: int, lower: IntArray, upper: IntArray) -> IntArray:
+    """Integers within [lower, upper] summing to `total`, as equal as the bounds allow (water-filling).
+
+    The level L is the largest integer with sum(clip(L, lower, upper)) <= total; the units left over go one each to
+    members sitting exactly at L, in order.
+    """
+    lo, hi = int(lower.min()), int(upper.max())
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if int(np.clip(mid, lower, upper).sum()) <= total:
+            lo = mid
+        else:
+            hi = mid - 1
+    shares = np.clip(lo, lower, upper)
+    left = total - int(shares.sum())
+    if left:
+        room = np.flatnonzero(shares < upper)[:left]
+        shares[room] += 1
+    return shares
 
 
 def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> SplitterResult:
@@ -184,9 +204,10 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     if no_data and memory.calls > 0:
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
+    point_arrays = [_point_arrays(connection.points) for connection in connections]
     values = np.empty((n_connections, resolution + 1))
-    for j, connection in enumerate(connections):
-        values[j] = blocking_function(*_point_arrays(connection.points), resolution)
+    for j, (w, rate, count) in enumerate(point_arrays):
+        values[j] = blocking_function(w, rate, count, resolution)
 
     if request.max_change is None:
         lower = np.zeros(n_connections, dtype=np.int64)
@@ -205,7 +226,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         clusters = [[j] for j in range(n_connections)]
     else:
         clusters = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
-        new_weights, predicted = _solve_clustered(clusters, connections, weights, lower, upper, resolution)
+        new_weights, predicted = _solve_clustered(clusters, point_arrays, weights, lower, upper, resolution)
 
     memory.connections = dict(zip(request.ids, connections, strict=True))
     memory.observed_at = request.observed_at if memory.calls == 0 or elapsed > 0 else memory.observed_at
@@ -215,7 +236,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
 
 def _solve_clustered(
     clusters: list[list[int]],
-    connections: list[ConnectionMemory],
+    point_arrays: list[FloatArray],
     weights: IntArray,
     lower: IntArray,
     upper: IntArray,
@@ -228,9 +249,8 @@ def _solve_clustered(
     """
     cluster_values = np.empty((len(clusters), resolution + 1))
     for c, members in enumerate(clusters):
-        arrays = [_point_arrays(connections[j].points, scale=len(members)) for j in members]
-        w, rate, count = (np.concatenate(parts) for parts in zip(*arrays, strict=True))
-        cluster_values[c] = blocking_function(w, rate, count, resolution)
+        w, rate, count = np.concatenate([point_arrays[j] for j in members], axis=1)
+        cluster_values[c] = blocking_function(w * len(members), rate, count, resolution)
     index = [np.asarray(m) for m in clusters]
     cluster_weights, predicted = fox_minimax(
         cluster_values,
@@ -240,11 +260,6 @@ def _solve_clustered(
         prefer=np.asarray([weights[m].sum() for m in index]),
     )
     new_weights = np.zeros(len(weights), dtype=np.int64)
-    identity = np.arange(resolution + 1, dtype=np.float64)
     for members, total in zip(index, cluster_weights.tolist(), strict=True):
-        # The even split inside bounds is itself a minimax problem with F(w) = w.
-        share, _ = fox_minimax(
-            np.broadcast_to(identity, (len(members), resolution + 1)), lower[members], upper[members], total
-        )
-        new_weights[members] = share
+        new_weights[members] = even_split(total, lower[members], upper[members])
     return new_weights, predicted

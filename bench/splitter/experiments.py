@@ -1,0 +1,215 @@
+"""Reproductions of Schneider et al.'s Figs. 8-12 on the simulated ordered region, driven through the real endpoint.
+
+Time scale: a tuple costing 1,000 integer multiplies takes MULT_S seconds on an unloaded worker; the splitter's own
+cost makes about 8 such workers saturate it (the paper's Fig. 9 stops scaling at 8 PEs for that tuple cost).
+Statistics are read every second, as in the paper. Every experiment is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bench.splitter.policies import EndpointPolicy, JsonPoster, OraclePolicy, even_weights, offline_best_weights
+from bench.splitter.simulator import Region, RunResult, simulate
+from solvers.instance import FloatArray, IntArray
+
+MULT_S = 0.001  # seconds per 1,000 integer multiplies on an unloaded worker
+SPLITTER_S = MULT_S / 8
+SEND_BUFFER = 16  # tuples a connection holds before the splitter blocks on it (TCP send + receive buffers)
+# The merger reads every connection eagerly into memory, so its queues are far longer than a TCP buffer; with short
+# merger queues the fast workers' buffers fill behind the slow one and the splitter would block on them instead.
+MERGE_BUFFER = 4096
+
+
+def region(
+    cost_mult: float, slowdown: list[float] | FloatArray, after: list[float] | FloatArray | None = None,
+    change_after: int | None = None, speed: list[float] | FloatArray | None = None,
+) -> Region:
+    n = len(slowdown)
+    speeds = np.ones(n) if speed is None else np.asarray(speed, dtype=np.float64)
+    return Region(
+        service_s=np.full(n, cost_mult / 1000 * MULT_S) / speeds,
+        slowdown=np.asarray(slowdown, dtype=np.float64),
+        slowdown_after=None if after is None else np.asarray(after, dtype=np.float64),
+        change_after_tuples=change_after,
+        splitter_s=SPLITTER_S,
+        send_buffer=SEND_BUFFER,
+        merge_buffer=MERGE_BUFFER,
+    )
+
+
+def lb_policy(client: JsonPoster, n: int, adaptive: bool = True, clustering: str = "auto") -> EndpointPolicy:
+    return EndpointPolicy(
+        client, [f"c{j + 1}" for j in range(n)], exploration_decay=0.1 if adaptive else 0.0, clustering=clustering
+    )
+
+
+def run_lb(client: JsonPoster, reg: Region, tuples: int, **kw: Any) -> tuple[RunResult, EndpointPolicy]:
+    policy = lb_policy(client, reg.n, **kw)
+    return simulate(reg, tuples, even_weights(reg.n), policy), policy
+
+
+def weight_matrix(result: RunResult) -> tuple[FloatArray, IntArray]:
+    return np.asarray(result.trace.times), np.asarray(result.trace.weights)
+
+
+def settle_time(times: FloatArray, series: IntArray, limit: int, until: float) -> float | None:
+    """First call time after which `series` stays at or below `limit` until `until`."""
+    inside = times <= until
+    above = np.flatnonzero((series > limit) & inside)
+    first = 0 if len(above) == 0 else above[-1] + 1
+    return float(times[first]) if first < inside.sum() else None
+
+
+# ------------------------------------------------------------------------------------------------ Fig. 8
+
+
+@dataclass
+class Fig8Top:
+    result: RunResult
+    settle_s: float | None  # loaded connection at or below 2% for good
+    loaded_weight_median: float  # while loaded (after settling)
+    recovered_s: float | None  # after removal, until the loaded connection gets 75% of an even share
+    final_weights: FloatArray  # mean over the last quarter
+
+
+def fig8_top(client: JsonPoster, tuples: int = 1_200_000) -> Fig8Top:
+    reg = region(1000, [100, 1, 1], after=[1, 1, 1], change_after=tuples // 8)
+    result, _ = run_lb(client, reg, tuples)
+    times, weights = weight_matrix(result)
+    change = result.change_time_s or times[-1]
+    settle = settle_time(times, weights[:, 0], 20, change)
+    loaded = weights[(times >= (settle or 0)) & (times < change), 0]
+    recovered = np.flatnonzero((times > change) & (weights[:, 0] >= 0.75 * 1000 / 3))
+    return Fig8Top(
+        result,
+        settle,
+        float(np.median(loaded)) if len(loaded) else float("nan"),
+        float(times[recovered[0]] - change) if len(recovered) else None,
+        weights[-len(times) // 4 :].mean(axis=0),
+    )
+
+
+@dataclass
+class Fig8Bottom:
+    result: RunResult
+    final_weights: FloatArray  # mean over the last quarter
+    drafting_leader_changes: int  # how often the connection with the most blocking changed
+
+
+def fig8_bottom(client: JsonPoster, tuples: int = 150_000) -> Fig8Bottom:
+    reg = region(10_000, [1, 1, 1])
+    result, _ = run_lb(client, reg, tuples)
+    _, weights = weight_matrix(result)
+    rates = np.asarray(result.trace.blocking_rates)
+    leader = rates.argmax(axis=1)[rates.max(axis=1) > 0]
+    return Fig8Bottom(result, weights[-len(weights) // 4 :].mean(axis=0), int(np.count_nonzero(np.diff(leader))))
+
+
+# ------------------------------------------------------------------------------------------------ Fig. 11
+
+
+@dataclass
+class Fig11:
+    result: RunResult
+    fast_share: float  # mean weight of the fast host's connection over the second half, in percent
+    settle_s: float | None  # from then on within 10 points of the final share
+
+
+FAST_HOST_SPEEDUP = 65 / 35  # the fast host that the paper's 65%-35% split implies
+
+
+def fig11(client: JsonPoster, tuples: int = 60_000) -> Fig11:
+    reg = region(20_000, [1, 1], speed=[FAST_HOST_SPEEDUP, 1])
+    result, _ = run_lb(client, reg, tuples)
+    times, weights = weight_matrix(result)
+    share = float(weights[len(weights) // 2 :, 0].mean()) / 10
+    off = np.flatnonzero(np.abs(weights[:, 0] / 10 - share) > 10)
+    settle = float(times[off[-1] + 1]) if len(off) and off[-1] + 1 < len(times) else (0.0 if not len(off) else None)
+    return Fig11(result, share, settle)
+
+
+# ------------------------------------------------------------------------------------------------ Fig. 12
+
+FIG12_CLASSES = (100.0,) * 20 + (5.0,) * 20 + (1.0,) * 24
+
+
+@dataclass
+class Fig12:
+    result: RunResult
+    policy: EndpointPolicy
+    labels: IntArray  # (calls, 64) cluster label per connection per call
+    mixed_share: float  # share of calls whose clustering mixes load classes in one cluster
+    mixed_last_quarter: float
+    last_mixed_s: float | None
+    class_weights: dict[float, float]  # mean weight per class over the last quarter, in 0.1% units
+
+
+def fig12(client: JsonPoster, tuples: int = 200_000) -> Fig12:
+    classes = np.asarray(FIG12_CLASSES)
+    reg = region(60_000, classes)
+    result, policy = run_lb(client, reg, tuples)
+    times, weights = weight_matrix(result)
+    labels = np.zeros((len(policy.clusters), len(classes)), dtype=np.int64)
+    for t, clusters in enumerate(policy.clusters):
+        for c, members in enumerate(clusters):
+            labels[t, members] = c
+    mixed = np.asarray([any(len(set(classes[m].tolist())) > 1 for m in clusters) for clusters in policy.clusters])
+    quarter = len(mixed) // 4
+    last = np.flatnonzero(mixed)
+    tail = weights[-quarter:]
+    return Fig12(
+        result,
+        policy,
+        labels,
+        float(mixed.mean()),
+        float(mixed[-quarter:].mean()),
+        float(times[last[-1]]) if len(last) else None,
+        {float(c): float(tail[:, classes == c].mean()) for c in np.unique(classes)},
+    )
+
+
+# ------------------------------------------------------------------------------------------------ Figs. 9 and 10
+
+ALTERNATIVES = ("Oracle*", "LB-static", "LB-adaptive", "RR")
+
+
+@dataclass
+class ScalingRow:
+    pes: int
+    dynamic: bool
+    time_vs_oracle: dict[str, float]
+    final_throughput: dict[str, float]  # tuples/s
+
+
+def scaling_experiment(
+    client: JsonPoster, cost_mult: float, load: float, pes: int, dynamic: bool, oracle_seconds: float = 150.0
+) -> ScalingRow:
+    slowdown = np.where(np.arange(pes) < pes // 2, load, 1.0)
+    unloaded = np.ones(pes)
+    probe = region(cost_mult, slowdown)
+    oracle_rate = min(float((1.0 / (probe.service_s * slowdown)).sum()), 1.0 / SPLITTER_S)
+    tuples = int(oracle_seconds * oracle_rate)
+    change = tuples // 8 if dynamic else None
+    reg = region(cost_mult, slowdown, after=unloaded if dynamic else None, change_after=change)
+    probe_tuples = min(tuples, 50_000)
+    before = offline_best_weights(reg, slowdown, probe_tuples)
+    after = offline_best_weights(reg, unloaded, probe_tuples) if dynamic else before
+    runs: dict[str, Callable[[], RunResult]] = {
+        "Oracle*": lambda: simulate(reg, tuples, before, OraclePolicy(before, after)),
+        "LB-static": lambda: run_lb(client, reg, tuples, adaptive=False)[0],
+        "LB-adaptive": lambda: run_lb(client, reg, tuples, adaptive=True)[0],
+        "RR": lambda: simulate(reg, tuples, even_weights(pes)),
+    }
+    results = {name: run() for name, run in runs.items()}
+    oracle = results["Oracle*"].total_time_s
+    return ScalingRow(
+        pes,
+        dynamic,
+        {name: r.total_time_s / oracle for name, r in results.items()},
+        {name: r.final_throughput for name, r in results.items()},
+    )

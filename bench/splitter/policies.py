@@ -1,0 +1,93 @@
+"""Splitter policies for the simulator: the real endpoint (LB-adaptive, LB-static), round-robin and Oracle*."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from bench.splitter.simulator import Region, simulate
+from solvers.instance import FloatArray, IntArray
+
+
+class JsonPoster(Protocol):
+    def post(self, url: str, *, json: Any) -> Any: ...
+
+
+def even_weights(n: int, resolution: int = 1000) -> IntArray:
+    weights = np.full(n, resolution // n, dtype=np.int64)
+    weights[: resolution - int(weights.sum())] += 1
+    return weights
+
+
+def proportional_weights(shares: FloatArray, resolution: int = 1000) -> IntArray:
+    """Largest-remainder rounding of `shares` to integers summing to resolution."""
+    exact = shares / shares.sum() * resolution
+    weights = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - weights), kind="stable")
+    weights[order[: resolution - int(weights.sum())]] += 1
+    return weights
+
+
+@dataclass
+class EndpointPolicy:
+    """Drives POST /v1/splitter/weights like an engine would: counters in, weights out, the model kept in between."""
+
+    client: JsonPoster
+    ids: list[str]
+    exploration_decay: float = 0.1
+    clustering: str = "auto"
+    resolution: int = 1000
+    max_change: int | None = None
+    model: dict[str, Any] | None = None
+    clusters: list[list[list[int]]] = field(default_factory=list)
+    predicted: list[float] = field(default_factory=list)
+
+    def __call__(self, time: float, weights: IntArray, counters: FloatArray, changed: bool) -> IntArray:
+        body = {
+            "connections": [
+                {"id": cid, "weight": int(w), "cumulative_blocking_s": float(c)}
+                for cid, w, c in zip(self.ids, weights.tolist(), counters.tolist(), strict=True)
+            ],
+            "observed_at": time,
+            "model": self.model,
+            "resolution": self.resolution,
+            "max_change": self.max_change,
+            "exploration_decay": self.exploration_decay,
+            "clustering": self.clustering,
+        }
+        response = self.client.post("/v1/splitter/weights", json=body)
+        if response.status_code != 200:
+            raise RuntimeError(f"splitter endpoint answered {response.status_code}: {response.text[:500]}")
+        answer = response.json()
+        self.model = answer["model"]
+        index = {cid: j for j, cid in enumerate(self.ids)}
+        self.clusters.append([[index[cid] for cid in members] for members in answer["clusters"]])
+        self.predicted.append(answer["predicted_max_blocking_rate"])
+        return np.asarray([answer["weights"][cid] for cid in self.ids], dtype=np.int64)
+
+
+def offline_best_weights(region: Region, slowdown: FloatArray, tuples: int, resolution: int = 1000) -> IntArray:
+    """The best static split for one load phase, found offline like the paper's hand-tuned Oracle*: the better of
+    weights proportional to the service rates and the same restricted to the unloaded workers, by simulation."""
+    rates = 1.0 / (region.service_s * slowdown)
+    candidates = [proportional_weights(rates, resolution)]
+    fast = slowdown <= slowdown.min()
+    if not fast.all():
+        candidates.append(proportional_weights(np.where(fast, rates, 0.0), resolution))
+    steady = Region(region.service_s, slowdown, splitter_s=region.splitter_s,
+                    send_buffer=region.send_buffer, merge_buffer=region.merge_buffer)
+    results = [simulate(steady, tuples, w).final_throughput for w in candidates]
+    return candidates[int(np.argmax(results))]
+
+
+@dataclass
+class OraclePolicy:
+    """Oracle*: the offline best split for each load phase, switched as soon as the load changes."""
+
+    before: IntArray
+    after: IntArray
+
+    def __call__(self, time: float, weights: IntArray, counters: FloatArray, changed: bool) -> IntArray:
+        return self.after if changed else self.before

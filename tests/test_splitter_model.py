@@ -1,0 +1,165 @@
+"""The blocking-rate model: rates from counters, monotone functions, exploration, clustering (pure solver level)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvers.splitter.clustering import cluster_connections, function_features
+from solvers.splitter.functions import blocking_function
+from solvers.splitter.model import (
+    MAX_POINTS,
+    SplitterInput,
+    blocking_rates,
+    update_weights,
+)
+
+
+def test_blocking_rate_is_counter_difference_over_time_and_a_decrease_is_a_reset() -> None:
+    rates, reset = blocking_rates(np.array([10.0, 5.0]), np.array([12.0, 0.5]), 4.0)
+    assert rates.tolist() == [0.5, 0.125]
+    assert reset.tolist() == [False, True]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 100), st.floats(0, 10, allow_nan=False), st.integers(1, 4)),
+        max_size=12,
+        unique_by=lambda p: p[0],
+    )
+)
+def test_functions_are_monotone_start_at_zero_and_pass_monotone_data(points: list[tuple[int, float, int]]) -> None:
+    w = np.asarray([p[0] for p in points], dtype=np.float64)
+    rate = np.asarray([p[1] for p in points])
+    count = np.asarray([p[2] for p in points], dtype=np.float64)
+    values = blocking_function(w, rate, count, 100)
+    assert values.shape == (101,) and values[0] == 0.0
+    assert np.all(np.diff(values) >= -1e-12)
+    order = np.argsort(w)
+    if np.all(np.diff(rate[order]) >= 0):  # monotone data is kept exactly at its weights
+        np.testing.assert_allclose(values[w.astype(int)], rate)
+
+
+def test_function_interpolates_and_extrapolates_linearly() -> None:
+    values = blocking_function(np.array([100.0, 200.0]), np.array([0.0, 0.5]), np.ones(2), 1000)
+    assert values[50] == 0.0 and values[150] == 0.25
+    assert values[400] == 1.5  # the last segment's slope continued
+    # One point: the line through (0, 0).
+    single = blocking_function(np.array([250.0]), np.array([0.5]), np.ones(1), 1000)
+    assert single[500] == 1.0
+    # Decreasing data is pooled (weighted) by the monotone regression.
+    pooled = blocking_function(np.array([100.0, 200.0]), np.array([0.6, 0.2]), np.array([1.0, 3.0]), 1000)
+    assert pooled[100] == pooled[200] == pytest.approx(0.3)
+
+
+def run(ids: tuple[str, ...], weights: list[int], counters: list[float], at: float, memory=None, **kw):  # type: ignore[no-untyped-def]
+    return update_weights(SplitterInput(ids, np.asarray(weights), np.asarray(counters), at, **kw), memory)
+
+
+def test_blocking_moves_weight_away_and_prediction_is_reported() -> None:
+    ids = ("a", "b", "c")
+    first = run(ids, [334, 333, 333], [0.0, 0.0, 0.0], 0.0)
+    assert first.weights.tolist() == [334, 333, 333]  # nothing known: nothing changes
+    second = run(ids, [334, 333, 333], [0.9, 0.0, 0.1], 1.0, first.memory)
+    assert second.weights[0] < 334 and second.weights.sum() == 1000
+    assert second.predicted_max_blocking_rate >= 0.0
+    assert [p.w for p in second.memory.connections["a"].points] == [334]
+    assert second.memory.connections["a"].points[0].rate == 0.9
+
+
+def test_exploration_decays_points_above_the_current_weight_only() -> None:
+    ids = ("a", "b")
+    memory = run(ids, [500, 500], [0.0, 0.0], 0.0).memory
+    memory = run(ids, [500, 500], [0.8, 0.0], 1.0, memory).memory  # point (500, 0.8) for a
+    memory = run(ids, [100, 900], [0.8 + 0.2, 0.0], 2.0, memory, exploration_decay=0.5).memory
+    points = {p.w: p.rate for p in memory.connections["a"].points}
+    assert points[500] == 0.4  # above the current weight 100: halved
+    assert points[100] == pytest.approx(0.2)  # at the current weight: untouched
+    static = run(ids, [100, 900], [1.2, 0.0], 3.0, memory, exploration_decay=0.0).memory
+    assert {p.w: p.rate for p in static.connections["a"].points}[500] == pytest.approx(0.4)
+
+
+def test_smoothing_is_a_running_mean_then_bounded_window() -> None:
+    ids = ("a", "b")
+    memory = run(ids, [500, 500], [0.0, 0.0], 0.0).memory
+    counter = 0.0
+    for k, rate in enumerate([0.4, 0.0, 0.2]):
+        counter += rate
+        memory = run(ids, [500, 500], [counter, 0.0], float(k + 1), memory, max_change=1).memory
+    (point,) = memory.connections["a"].points
+    assert point.n == 3 and abs(point.rate - 0.2) < 1e-12
+
+
+def test_model_follows_the_connections_and_drops_vanished_ones() -> None:
+    memory = run(("a", "b"), [500, 500], [0.0, 0.0], 0.0).memory
+    result = run(("a", "c"), [500, 500], [0.3, 5.0], 1.0, memory)
+    assert set(result.memory.connections) == {"a", "c"}
+    assert result.memory.connections["c"].points == []  # new: no rate yet (its counter had no baseline)
+    assert any("gone" in note and "b" in note for note in result.notes)
+    assert any("new connections" in note and "c" in note for note in result.notes)
+
+
+def test_counter_reset_is_noted_and_does_not_produce_negative_rates() -> None:
+    memory = run(("a", "b"), [500, 500], [10.0, 0.0], 0.0).memory
+    result = run(("a", "b"), [500, 500], [0.5, 0.0], 2.0, memory)
+    assert result.memory.connections["a"].points[0].rate == 0.25
+    assert any("reset" in note for note in result.notes)
+
+
+def test_points_per_connection_are_bounded() -> None:
+    ids = ("a", "b")
+    result = run(ids, [500, 500], [0.0, 0.0], 0.0)
+    counter = 0.0
+    for k in range(MAX_POINTS + 10):
+        counter += 0.1
+        w = 100 + k
+        result = run(ids, [w, 1000 - w], [counter, 0.0], float(k + 1), result.memory)
+    assert len(result.memory.connections["a"].points) == MAX_POINTS
+
+
+def test_max_change_bounds_every_move() -> None:
+    ids = ("a", "b", "c")
+    memory = run(ids, [334, 333, 333], [0.0] * 3, 0.0).memory
+    result = run(ids, [334, 333, 333], [0.9, 0.0, 0.0], 1.0, memory, max_change=10)
+    assert np.all(np.abs(result.weights - np.array([334, 333, 333])) <= 10)
+    assert result.weights[0] == 324
+
+
+def test_features_and_distance_follow_the_paper() -> None:
+    grid = np.arange(1001, dtype=np.float64)
+    knee_500 = np.where(grid >= 500, (grid - 499) * 1e-3, 0.0)
+    features = function_features(np.vstack([knee_500, np.zeros(1001)]))
+    assert features[0, 0] == np.log(500)  # knee: first weight with blocking
+    assert features[1].tolist() == [np.log(1000), np.log(1e-6), np.log(1e-6)]  # never blocks: knee R, floor delta
+
+
+def test_clustering_never_mixes_well_separated_classes() -> None:
+    grid = np.arange(1001, dtype=np.float64)
+    rng = np.random.default_rng(1)
+    functions, classes = [], []
+    for cls, knee in enumerate([5, 40, 200]):
+        for _ in range(8):
+            k = knee * rng.uniform(0.9, 1.1)
+            functions.append(np.where(grid >= k, (grid - k + 1) * 1e-3 * rng.uniform(0.9, 1.1), 0.0))
+            classes.append(cls)
+    labels = cluster_connections(np.vstack(functions))
+    for label in np.unique(labels):
+        assert len({classes[j] for j in np.flatnonzero(labels == label)}) == 1
+    assert len(np.unique(labels)) <= 6
+
+
+def test_clustered_solve_shares_cluster_weight_evenly() -> None:
+    ids = tuple(f"c{j}" for j in range(16))
+    weights = [63] * 8 + [62] * 8
+    memory = run(ids, weights, [0.0] * 16, 0.0).memory
+    counters = [0.5] * 4 + [0.0] * 12  # four connections block heavily
+    result = run(ids, weights, counters, 1.0, memory, clustering="on")
+    assert result.weights.sum() == 1000
+    for members in result.clusters:
+        shares = result.weights[members]
+        assert shares.max() - shares.min() <= 1
+    assert any(set(members) == {0, 1, 2, 3} for members in result.clusters)
+    assert result.weights[:4].max() < result.weights[4:].min()
