@@ -5,7 +5,7 @@ Section 5.1) travels in `model`: the response carries it, the caller sends it ba
 untrusted input: it is versioned, every list in it is size-bounded here, and `model_errors` checks the rest.
 """
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -31,19 +31,28 @@ class SplitterConnection(StrictModel):
     )
 
 
-class ModelPoint(StrictModel):
-    """One raw data point of a connection's blocking-rate function: the smoothed rate observed at weight `w`."""
-
-    w: int = Field(ge=1, le=MAX_RESOLUTION, description="Weight at which the rate was observed.")
-    rate: NonNegativeFloat = Field(description="Smoothed blocking rate there (seconds blocked per second).")
-    n: int = Field(ge=1, le=1_000_000, description="Observations smoothed into this point (capped).")
-    seen: int = Field(ge=0, description="Call number of the latest observation (for eviction).")
-
-
 class ModelConnection(StrictModel):
+    """A connection's raw data points of its blocking-rate function (Section 5.1), column by column: point k is
+    (w[k], rate[k], n[k], seen[k]). Columns keep the model small and fast to parse."""
+
     id: Identifier
     cumulative_blocking_s: NonNegativeFloat = Field(description="Counter value at the previous call.")
-    points: list[ModelPoint] = Field(default_factory=list, max_length=MAX_POINTS_PER_CONNECTION)
+    w: list[Annotated[int, Field(ge=1, le=MAX_RESOLUTION)]] = Field(
+        default_factory=list, max_length=MAX_POINTS_PER_CONNECTION, description="Weight of each point."
+    )
+    rate: list[NonNegativeFloat] = Field(
+        default_factory=list,
+        max_length=MAX_POINTS_PER_CONNECTION,
+        description="Smoothed blocking rate observed there (seconds blocked per second).",
+    )
+    n: list[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
+        default_factory=list, max_length=MAX_POINTS_PER_CONNECTION, description="Observations smoothed in."
+    )
+    seen: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list,
+        max_length=MAX_POINTS_PER_CONNECTION,
+        description="Call number of each point's latest observation (the oldest is evicted first).",
+    )
 
 
 class SplitterModel(StrictModel):
@@ -155,16 +164,18 @@ def model_errors(model: SplitterModel) -> list[tuple[Loc, str]]:
                 (("body", "model", "connections", i, "id"), f"duplicate connection id {connection.id!r}")
             )
         ids.add(connection.id)
-        weights: set[int] = set()
-        for k, point in enumerate(connection.points):
-            loc: Loc = ("body", "model", "connections", i, "points", k)
-            if point.w > model.resolution:
+        loc: Loc = ("body", "model", "connections", i)
+        if len({len(connection.w), len(connection.rate), len(connection.n), len(connection.seen)}) > 1:
+            errors.append((loc, "columns w, rate, n and seen must have equal length"))
+            continue
+        for k, w in enumerate(connection.w):
+            if w > model.resolution:
                 errors.append(
-                    ((*loc, "w"), f"weight {point.w} exceeds the model's resolution {model.resolution}")
+                    ((*loc, "w", k), f"weight {w} exceeds the model's resolution {model.resolution}")
                 )
-            if point.w in weights:
-                errors.append(((*loc, "w"), f"duplicate point at weight {point.w}"))
-            weights.add(point.w)
-            if point.seen > model.calls:
-                errors.append(((*loc, "seen"), f"seen {point.seen} is after the model's calls {model.calls}"))
+        if len(set(connection.w)) < len(connection.w):
+            errors.append(((*loc, "w"), "duplicate point weights"))
+        for k, seen in enumerate(connection.seen):
+            if seen > model.calls:
+                errors.append(((*loc, "seen", k), f"seen {seen} is after the model's calls {model.calls}"))
     return errors

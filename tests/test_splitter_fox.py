@@ -13,13 +13,19 @@ from solvers.splitter.model import even_split
 
 
 @st.composite
-def instances(draw: st.DrawFn, max_n: int = 4, max_r: int = 9) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def instances(
+    draw: st.DrawFn, max_n: int = 4, max_r: int = 9
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     n = draw(st.integers(1, max_n))
     total = draw(st.integers(0, max_r))
     # Non-decreasing columns from non-negative increments; small integers make ties (the hard case) frequent.
-    steps = draw(st.lists(st.lists(st.integers(0, 3), min_size=total, max_size=total), min_size=n, max_size=n))
+    steps = draw(
+        st.lists(st.lists(st.integers(0, 3), min_size=total, max_size=total), min_size=n, max_size=n)
+    )
     start = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
-    values = np.asarray([np.concatenate(([s], s + np.cumsum(row))) for s, row in zip(start, steps, strict=True)])
+    values = np.asarray(
+        [np.concatenate(([s], s + np.cumsum(row))) for s, row in zip(start, steps, strict=True)]
+    )
     values = values.reshape(n, total + 1).astype(np.float64)
     lower = np.asarray(draw(st.lists(st.integers(0, total), min_size=n, max_size=n)))
     upper = np.asarray([draw(st.integers(int(lo), total)) for lo in lower])
@@ -63,7 +69,9 @@ def bisection(values: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: i
 
 @settings(max_examples=300, deadline=None)
 @given(instances())
-def test_fox_matches_brute_force_and_bisection(instance: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+def test_fox_matches_brute_force_and_bisection(
+    instance: tuple[np.ndarray, np.ndarray, np.ndarray, int],
+) -> None:
     values, lower, upper, total = instance
     weights, objective = fox_minimax(values, lower, upper, total, prefer=lower)
     assert int(weights.sum()) == total
@@ -75,14 +83,18 @@ def test_fox_matches_brute_force_and_bisection(instance: tuple[np.ndarray, np.nd
 
 @settings(max_examples=100, deadline=None)
 @given(instances(max_n=12, max_r=60))
-def test_fox_matches_bisection_on_larger_instances(instance: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+def test_fox_matches_bisection_on_larger_instances(
+    instance: tuple[np.ndarray, np.ndarray, np.ndarray, int],
+) -> None:
     values, lower, upper, total = instance
     _, objective = fox_minimax(values, lower, upper, total)
     assert objective == bisection(values, lower, upper, total)
 
 
 def test_fox_keeps_the_current_weights_when_nothing_is_known() -> None:
-    weights, objective = fox_minimax(np.zeros((3, 11)), np.zeros(3, int), np.full(3, 10), 10, prefer=np.array([7, 0, 3]))
+    weights, objective = fox_minimax(
+        np.zeros((3, 11)), np.zeros(3, int), np.full(3, 10), 10, prefer=np.array([7, 0, 3])
+    )
     assert weights.tolist() == [7, 0, 3] and objective == 0.0
 
 
@@ -95,7 +107,9 @@ def test_fox_rejects_infeasible_bounds() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(instances(max_n=6, max_r=40))
-def test_even_split_is_the_most_even_within_bounds(instance: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+def test_even_split_is_the_most_even_within_bounds(
+    instance: tuple[np.ndarray, np.ndarray, np.ndarray, int],
+) -> None:
     _, lower, upper, total = instance
     shares = even_split(total, lower, upper)
     assert int(shares.sum()) == total and np.all(shares >= lower) and np.all(shares <= upper)

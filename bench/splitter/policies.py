@@ -68,7 +68,9 @@ class EndpointPolicy:
         return np.asarray([answer["weights"][cid] for cid in self.ids], dtype=np.int64)
 
 
-def offline_best_weights(region: Region, slowdown: FloatArray, tuples: int, resolution: int = 1000) -> IntArray:
+def offline_best_weights(
+    region: Region, slowdown: FloatArray, tuples: int, resolution: int = 1000
+) -> IntArray:
     """The best static split for one load phase, found offline like the paper's hand-tuned Oracle*: the better of
     weights proportional to the service rates and the same restricted to the unloaded workers, by simulation."""
     rates = 1.0 / (region.service_s * slowdown)
@@ -76,8 +78,13 @@ def offline_best_weights(region: Region, slowdown: FloatArray, tuples: int, reso
     fast = slowdown <= slowdown.min()
     if not fast.all():
         candidates.append(proportional_weights(np.where(fast, rates, 0.0), resolution))
-    steady = Region(region.service_s, slowdown, splitter_s=region.splitter_s,
-                    send_buffer=region.send_buffer, merge_buffer=region.merge_buffer)
+    steady = Region(
+        region.service_s,
+        slowdown,
+        splitter_s=region.splitter_s,
+        send_buffer=region.send_buffer,
+        merge_buffer=region.merge_buffer,
+    )
     results = [simulate(steady, tuples, w).final_throughput for w in candidates]
     return candidates[int(np.argmax(results))]
 

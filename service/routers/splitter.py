@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from schemas.splitter import (
     MODEL_VERSION,
     ModelConnection,
-    ModelPoint,
     SplitterModel,
     SplitterRequest,
     SplitterResponse,
@@ -20,7 +19,7 @@ from service.errors import invalid_snapshot
 from service.routers.assignment import PROBLEM_RESPONSES
 from solvers.errors import UnsolvableRequest
 from solvers.splitter import SplitterInput, SplitterMemory, update_weights
-from solvers.splitter.model import ConnectionMemory, DataPoint
+from solvers.splitter.model import ConnectionMemory
 
 router = APIRouter(tags=["splitter"])
 ALGORITHM = "blocking-rate-minimax"
@@ -34,7 +33,10 @@ def to_memory(model: SplitterModel) -> SplitterMemory:
         connections={
             c.id: ConnectionMemory(
                 counter=c.cumulative_blocking_s,
-                points=[DataPoint(w=p.w, rate=p.rate, n=p.n, seen=p.seen) for p in c.points],
+                w=np.asarray(c.w, dtype=np.int64),
+                rate=np.asarray(c.rate, dtype=np.float64),
+                n=np.asarray(c.n, dtype=np.int64),
+                seen=np.asarray(c.seen, dtype=np.int64),
             )
             for c in model.connections
         },
@@ -52,7 +54,10 @@ def to_model(memory: SplitterMemory) -> SplitterModel:
             ModelConnection.model_construct(
                 id=cid,
                 cumulative_blocking_s=c.counter,
-                points=[ModelPoint.model_construct(w=p.w, rate=p.rate, n=p.n, seen=p.seen) for p in c.points],
+                w=c.w.tolist(),
+                rate=c.rate.tolist(),
+                n=c.n.tolist(),
+                seen=c.seen.tolist(),
             )
             for cid, c in memory.connections.items()
         ],
@@ -65,13 +70,13 @@ def to_model(memory: SplitterMemory) -> SplitterModel:
     responses=PROBLEM_RESPONSES,
     summary="Weights for a splitter of an ordered parallel region, from per-connection blocking time",
 )
-async def splitter_weights(body: SplitterRequest, request: Request) -> SplitterResponse:
+async def splitter_weights(body: SplitterRequest, request: Request) -> Response:
     errors = request_errors(body)
     if errors:
         raise invalid_snapshot(errors)
     metrics = request.app.state.metrics
 
-    def work() -> SplitterResponse:
+    def work() -> Response:
         started = time.perf_counter()
         ids = tuple(c.id for c in body.connections)
         solver_input = SplitterInput(
@@ -90,7 +95,7 @@ async def splitter_weights(body: SplitterRequest, request: Request) -> SplitterR
             raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
         solve_s = time.perf_counter() - started
         metrics.solve_seconds.labels("splitter", ALGORITHM).observe(solve_s)
-        return SplitterResponse(
+        answer = SplitterResponse.model_construct(
             weights=dict(zip(ids, result.weights.tolist(), strict=True)),
             model=to_model(result.memory),
             clusters=[[ids[j] for j in members] for members in result.clusters],
@@ -98,6 +103,9 @@ async def splitter_weights(body: SplitterRequest, request: Request) -> SplitterR
             solve_ms=round(solve_s * 1000.0, 3),
             notes=result.notes,
         )
+        # Serialised here, off the event loop; returning a Response also spares FastAPI a second validation of the
+        # whole model (response_model above still documents the schema).
+        return Response(answer.model_dump_json(), media_type="application/json")
 
     response = await request.app.state.pool.run(work)
     metrics.plans.labels("splitter", ALGORITHM, "optimal").inc()

@@ -27,18 +27,40 @@ AUTO_CLUSTERING_FROM = 16
 MAX_NAMED_IN_NOTE = 5
 
 
-@dataclass
-class DataPoint:
-    w: int
-    rate: float
-    n: int
-    seen: int
+def _ints() -> IntArray:
+    return np.zeros(0, dtype=np.int64)
 
 
 @dataclass
 class ConnectionMemory:
+    """A connection's raw data points, column by column: point k is (w[k], rate[k], n[k], seen[k])."""
+
     counter: float  # cumulative blocking seconds at the previous call
-    points: list[DataPoint] = field(default_factory=list)
+    w: IntArray = field(default_factory=_ints)  # weight of each point, 1..resolution, unique
+    rate: FloatArray = field(default_factory=lambda: np.zeros(0))  # smoothed blocking rate there
+    n: IntArray = field(default_factory=_ints)  # observations smoothed in (capped at SMOOTHING_WINDOW)
+    seen: IntArray = field(default_factory=_ints)  # call number of the latest observation
+
+    def smooth_in(self, w: int, rate: float, call: int) -> None:
+        at = np.flatnonzero(self.w == w)
+        if len(at):
+            k = int(at[0])
+            self.n[k] = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
+            self.rate[k] += (rate - self.rate[k]) / self.n[k]
+            self.seen[k] = call
+        else:
+            self.w = np.append(self.w, w)
+            self.rate = np.append(self.rate, rate)
+            self.n = np.append(self.n, 1)
+            self.seen = np.append(self.seen, call)
+
+    def keep(self, index: IntArray) -> None:
+        self.w, self.rate, self.n, self.seen = (
+            self.w[index],
+            self.rate[index],
+            self.n[index],
+            self.seen[index],
+        )
 
 
 @dataclass
@@ -88,41 +110,18 @@ def blocking_rates(
     return delta / elapsed_s, reset
 
 
-def smooth_into(points: list[DataPoint], w: int, rate: float, call: int) -> None:
-    for point in points:
-        if point.w == w:
-            point.n = min(point.n + 1, SMOOTHING_WINDOW)
-            point.rate += (rate - point.rate) / point.n
-            point.seen = call
-            return
-    points.append(DataPoint(w=w, rate=rate, n=1, seen=call))
-
-
 def rescale(memory: SplitterMemory, resolution: int) -> None:
     """Map the points of a model built at another resolution onto this one (merging points that coincide)."""
     for connection in memory.connections.values():
-        merged: dict[int, DataPoint] = {}
-        for p in connection.points:
-            w = min(max(round(p.w * resolution / memory.resolution), 1), resolution)
-            if w in merged:
-                q = merged[w]
-                n = q.n + p.n
-                q.rate, q.n, q.seen = (
-                    (q.rate * q.n + p.rate * p.n) / n,
-                    min(n, SMOOTHING_WINDOW),
-                    max(q.seen, p.seen),
-                )
-            else:
-                merged[w] = DataPoint(w=w, rate=p.rate, n=p.n, seen=p.seen)
-        connection.points = list(merged.values())
+        w = np.clip(np.rint(connection.w * resolution / memory.resolution).astype(np.int64), 1, resolution)
+        merged, group = np.unique(w, return_inverse=True)
+        n = np.bincount(group, weights=connection.n)
+        connection.rate = np.bincount(group, weights=connection.rate * connection.n) / n
+        connection.n = np.minimum(n, SMOOTHING_WINDOW).astype(np.int64)
+        seen = np.zeros(len(merged), dtype=np.int64)
+        np.maximum.at(seen, group, connection.seen)
+        connection.w, connection.seen = merged, seen
     memory.resolution = resolution
-
-
-def _point_arrays(points: list[DataPoint]) -> FloatArray:
-    """(3, P) array of the points' weights, rates and counts."""
-    if not points:
-        return np.zeros((3, 0))
-    return np.array([(p.w, p.rate, p.n) for p in points], dtype=np.float64).T
 
 
 def even_split(total: int, lower: IntArray, upper: IntArray) -> IntArray:
@@ -182,8 +181,8 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         if reset.any():
             ids = [cid for cid, r in zip(request.ids, reset, strict=True) if r]
             notes.append(f"blocking counter decreased (reset) on: {_named(ids)}")
-        for j in np.flatnonzero(known & (weights > 0)):
-            smooth_into(connections[j].points, int(weights[j]), float(rates[j]), call)
+        for measured in np.flatnonzero(known & (weights > 0)).tolist():
+            connections[measured].smooth_in(int(weights[measured]), float(rates[measured]), call)
 
     # Exploration (Section 5.4): shrink the data above the current weight geometrically, so that F_j flattens there
     # over time and the optimisation tries higher weights again. The paper shrinks the function values; we shrink the
@@ -192,19 +191,18 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     keep = 1.0 - request.exploration_decay
     for j, connection in enumerate(connections):
         connection.counter = float(counters[j])
-        for point in connection.points:
-            if point.w > weights[j]:
-                point.rate *= keep
-        if len(connection.points) > MAX_POINTS:
-            connection.points.sort(key=lambda p: (p.seen, -abs(p.w - int(weights[j]))), reverse=True)
-            del connection.points[MAX_POINTS:]
-        connection.points.sort(key=lambda p: p.w)
+        connection.rate[connection.w > weights[j]] *= keep
+        if len(connection.w) > MAX_POINTS:
+            # Newest first; among equally recent points the ones nearest the current weight first.
+            order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
+            connection.keep(order[:MAX_POINTS])
+        connection.keep(np.argsort(connection.w, kind="stable"))
 
-    no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if not c.points]
+    no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
-    point_arrays = [_point_arrays(connection.points) for connection in connections]
+    point_arrays = [np.vstack((c.w, c.rate, c.n)).astype(np.float64) for c in connections]
     values = np.empty((n_connections, resolution + 1))
     for j, (w, rate, count) in enumerate(point_arrays):
         values[j] = blocking_function(w, rate, count, resolution)
@@ -260,6 +258,6 @@ def _solve_clustered(
         prefer=np.asarray([weights[m].sum() for m in index]),
     )
     new_weights = np.zeros(len(weights), dtype=np.int64)
-    for members, total in zip(index, cluster_weights.tolist(), strict=True):
-        new_weights[members] = even_split(total, lower[members], upper[members])
+    for member_index, total in zip(index, cluster_weights.tolist(), strict=True):
+        new_weights[member_index] = even_split(total, lower[member_index], upper[member_index])
     return new_weights, predicted

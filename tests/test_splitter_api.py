@@ -1,0 +1,186 @@
+"""POST /v1/splitter/weights through the app: the contract's shape, the model round trip, and every bad input."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+URL = "/v1/splitter/weights"
+
+
+def body(
+    weights: tuple[int, ...] = (334, 333, 333), counters: tuple[float, ...] | None = None, **extra: Any
+) -> dict[str, Any]:
+    counters = counters or tuple(0.0 for _ in weights)
+    return {
+        "connections": [
+            {"id": f"c{j + 1}", "weight": w, "cumulative_blocking_s": c}
+            for j, (w, c) in enumerate(zip(weights, counters, strict=True))
+        ],
+        "observed_at": 1731400000.0,
+        "model": None,
+        **extra,
+    }
+
+
+def test_contract_shape_and_model_round_trip(client: TestClient) -> None:
+    first = client.post(URL, json=body())
+    assert first.status_code == 200, first.text
+    answer = first.json()
+    assert set(answer) >= {"weights", "model", "clusters", "predicted_max_blocking_rate", "notes"}
+    assert answer["weights"] == {"c1": 334, "c2": 333, "c3": 333}
+    assert answer["model"]["version"] == 1
+    assert sorted(cid for members in answer["clusters"] for cid in members) == ["c1", "c2", "c3"]
+
+    second = body(counters=(0.9, 0.0, 0.05), model=answer["model"])
+    second["observed_at"] += 1.0
+    answer2 = client.post(URL, json=second).json()
+    assert sum(answer2["weights"].values()) == 1000
+    assert answer2["weights"]["c1"] < 334
+    assert answer2["model"]["calls"] == 2
+
+
+def test_new_connection_starts_empty_and_vanished_is_dropped(client: TestClient) -> None:
+    model = client.post(URL, json=body()).json()["model"]
+    nxt = body(weights=(500, 500), counters=(0.2, 0.0), model=model)
+    nxt["connections"][1]["id"] = "c9"
+    nxt["observed_at"] += 1.0
+    answer = client.post(URL, json=nxt)
+    assert answer.status_code == 200, answer.text
+    ids = [c["id"] for c in answer.json()["model"]["connections"]]
+    assert ids == ["c1", "c9"]
+    notes = " ".join(answer.json()["notes"])
+    assert "c9" in notes and "c2" in notes and "c3" in notes
+
+
+def test_clustering_auto_turns_on_from_16_connections(client: TestClient) -> None:
+    weights = tuple([63] * 8 + [62] * 8)
+    first = client.post(URL, json=body(weights)).json()
+    nxt = body(weights, counters=tuple([0.5] * 4 + [0.0] * 12), model=first["model"])
+    nxt["observed_at"] += 1.0
+    clusters = client.post(URL, json=nxt).json()["clusters"]
+    assert ["c1", "c2", "c3", "c4"] in clusters
+    off = dict(nxt, clustering="off")
+    assert len(client.post(URL, json=off).json()["clusters"]) == 16
+
+
+def test_model_with_another_resolution_is_rescaled(client: TestClient) -> None:
+    model = client.post(URL, json=body(weights=(50, 50), resolution=100)).json()["model"]
+    nxt = body(weights=(500, 500), counters=(0.3, 0.0), model=model)
+    nxt["observed_at"] += 1.0
+    answer = client.post(URL, json=nxt)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["model"]["resolution"] == 1000
+    assert any("rescaled" in n for n in answer.json()["notes"])
+
+
+def learned_model(client: TestClient) -> dict[str, Any]:
+    model = client.post(URL, json=body()).json()["model"]
+    nxt = body(counters=(0.9, 0.0, 0.05), model=model)
+    nxt["observed_at"] += 1.0
+    return client.post(URL, json=nxt).json()["model"]
+
+
+def tampered(model: dict[str, Any], path: list[str | int], value: Any) -> dict[str, Any]:
+    model = copy.deepcopy(model)
+    target: Any = model
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return model
+
+
+BAD_REQUESTS: list[tuple[str, Any, list[str | int]]] = [
+    ("weights not summing", lambda b: b["connections"][0].update(weight=300), ["body", "connections"]),
+    (
+        "negative counter",
+        lambda b: b["connections"][1].update(cumulative_blocking_s=-1.0),
+        ["body", "connections", 1, "cumulative_blocking_s"],
+    ),
+    (
+        "NaN counter",
+        lambda b: b["connections"][2].update(cumulative_blocking_s=float("nan")),
+        ["body", "connections", 2, "cumulative_blocking_s"],
+    ),
+    ("duplicate id", lambda b: b["connections"][2].update(id="c1"), ["body", "connections", 2, "id"]),
+    ("empty connections", lambda b: b.update(connections=[]), ["body", "connections"]),
+    ("resolution too small", lambda b: b.update(resolution=1), ["body", "resolution"]),
+    ("resolution too large", lambda b: b.update(resolution=10**7), ["body", "resolution"]),
+    (
+        "negative weight",
+        lambda b: b["connections"][0].update(weight=-1),
+        ["body", "connections", 0, "weight"],
+    ),
+    ("unknown field", lambda b: b.update(speed=3), ["body", "speed"]),
+    ("decay out of range", lambda b: b.update(exploration_decay=1.0), ["body", "exploration_decay"]),
+    ("bad clustering", lambda b: b.update(clustering="maybe"), ["body", "clustering"]),
+]
+
+
+@pytest.mark.parametrize(("name", "mutate", "loc"), BAD_REQUESTS, ids=[r[0] for r in BAD_REQUESTS])
+def test_bad_request_is_a_problem_naming_the_field(
+    client: TestClient, name: str, mutate: Any, loc: list[str | int]
+) -> None:
+    request = body()
+    mutate(request)
+    # NaN is not JSON: send it the way a careless client would, as a bare token.
+    response = client.post(URL, content=json.dumps(request), headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    locs = [e["loc"][: len(loc)] for e in response.json()["errors"]]
+    assert loc in locs, (name, response.json()["errors"])
+
+
+MODEL_CONNECTION = ["body", "model", "connections", 0]
+BAD_MODELS: list[tuple[str, list[str | int], Any, list[str | int]]] = [
+    ("wrong version", ["version"], 2, ["body", "model", "version"]),
+    ("point beyond resolution", ["connections", 0, "w", 0], 5000, [*MODEL_CONNECTION, "w", 0]),
+    ("negative rate", ["connections", 0, "rate", 0], -0.5, [*MODEL_CONNECTION, "rate", 0]),
+    ("NaN rate", ["connections", 0, "rate", 0], float("nan"), [*MODEL_CONNECTION, "rate", 0]),
+    ("duplicate model id", ["connections", 1, "id"], "c1", ["body", "model", "connections", 1, "id"]),
+    ("point seen in the future", ["connections", 0, "seen", 0], 99, [*MODEL_CONNECTION, "seen", 0]),
+    ("ragged columns", ["connections", 0, "n"], [1, 1], MODEL_CONNECTION),
+    (
+        "duplicate point",
+        ["connections", 0],
+        {
+            "id": "c1",
+            "cumulative_blocking_s": 0.9,
+            "w": [5, 5],
+            "rate": [0.1, 0.2],
+            "n": [1, 1],
+            "seen": [1, 2],
+        },
+        [*MODEL_CONNECTION, "w"],
+    ),
+    ("extra field", ["hacked"], True, ["body", "model", "hacked"]),
+    ("too many points", ["connections", 0, "w"], list(range(1, 501)), [*MODEL_CONNECTION, "w"]),
+    ("bad resolution", ["resolution"], 0, ["body", "model", "resolution"]),
+]
+
+
+@pytest.mark.parametrize(("name", "path", "value", "loc"), BAD_MODELS, ids=[m[0] for m in BAD_MODELS])
+def test_tampered_model_is_a_problem_naming_the_field(
+    client: TestClient, name: str, path: list[str | int], value: Any, loc: list[str | int]
+) -> None:
+    request = body(model=tampered(learned_model(client), path, value))
+    request["observed_at"] += 2.0
+    response = client.post(URL, content=json.dumps(request), headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert loc in [e["loc"][: len(loc)] for e in response.json()["errors"]], response.json()["errors"]
+
+
+def test_observed_at_going_backwards_measures_nothing(client: TestClient) -> None:
+    model = learned_model(client)
+    request = body(counters=(5.0, 0.0, 0.0), model=model)
+    request["observed_at"] -= 10.0
+    answer = client.post(URL, json=request)
+    assert answer.status_code == 200
+    assert any("observed_at" in n for n in answer.json()["notes"])
+    c1 = next(c for c in answer.json()["model"]["connections"] if c["id"] == "c1")
+    assert c1["rate"] == [0.9]
