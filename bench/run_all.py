@@ -19,6 +19,8 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("bench.correlation.experiments", ["--seeds", "5"], ["--seeds", "1"]),
     ("bench.stateful.speed", [], ["--repeats", "20"]),
     ("bench.stateful.experiments", [], ["--n", "10"]),
+    ("bench.splitter.speed", [], []),
+    ("bench.splitter.run", [], ["--quick"]),
 ]
 
 

@@ -172,3 +172,11 @@ def test_clustered_solve_shares_cluster_weight_evenly() -> None:
         assert shares.max() - shares.min() <= 1
     assert any(set(members) == {0, 1, 2, 3} for members in result.clusters)
     assert result.weights[:4].max() < result.weights[4:].min()
+
+
+def test_connections_that_never_blocked_are_not_pooled_on_absence_of_evidence() -> None:
+    grid = np.arange(1001, dtype=np.float64)
+    functions = np.vstack([np.zeros(1001), np.zeros(1001), grid * 1e-3, grid * 1.1e-3])
+    labels = cluster_connections(functions)
+    assert labels[0] != labels[1]
+    assert labels[2] == labels[3]

@@ -40,12 +40,21 @@ def function_features(values: FloatArray, delta: float = BLOCKING_FLOOR) -> Floa
 
 
 def cluster_connections(values: FloatArray, threshold: float = CLUSTER_DISTANCE) -> IntArray:
-    """Cluster label (0-based, in order of first appearance) of each connection, by agglomerative clustering."""
+    """Cluster label (0-based, in order of first appearance) of each connection, by agglomerative clustering.
+
+    Deviation: a function that never exceeds delta (the connection has not blocked at any weight it was tried at)
+    stays a cluster of its own. The paper's distance puts all such functions at distance 0 (knee R, F = delta), so
+    they would pool on the mere absence of evidence and mix load classes (seen in the Fig. 12 reproduction);
+    pooling them adds no data either, since all their points say "no blocking".
+    """
     n = len(values)
-    if n == 1:
-        return np.zeros(1, dtype=np.int64)
-    distances = pdist(function_features(values), metric="chebyshev")
-    labels = fcluster(linkage(distances, method="complete"), t=threshold, criterion="distance")
-    _, first_seen = np.unique(labels, return_index=True)
-    renumber = {int(labels[i]): k for k, i in enumerate(np.sort(first_seen))}
-    return np.asarray([renumber[int(label)] for label in labels], dtype=np.int64)
+    blocking = values[:, -1] > BLOCKING_FLOOR
+    labels = np.arange(n, dtype=np.int64) + n  # singletons unless clustered below
+    members = np.flatnonzero(blocking)
+    if len(members) >= 2:
+        distances = pdist(function_features(values[members]), metric="chebyshev")
+        labels[members] = fcluster(linkage(distances, method="complete"), t=threshold, criterion="distance")
+    _, first_seen, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first_seen), dtype=np.int64)
+    rank[np.argsort(first_seen, kind="stable")] = np.arange(len(first_seen))
+    return rank[inverse.ravel()]
