@@ -140,7 +140,7 @@ def even_split(total: int, lower: IntArray, upper: IntArray) -> IntArray:
     shares = np.clip(lo, lower, upper)
     left = total - int(shares.sum())
     if left:
-        room = np.flatnonzero(shares < upper)[:left]
+        room = np.flatnonzero((shares == lo) & (shares < upper))[:left]
         shares[room] += 1
     return shares
 
