@@ -13,8 +13,13 @@ from scipy.optimize import isotonic_regression
 from solvers.instance import FloatArray
 
 
-def blocking_function(w: FloatArray, rate: FloatArray, count: FloatArray, resolution: int) -> FloatArray:
-    """F(0..resolution) from raw points at weights `w` (> 0, any order, may exceed resolution for pooled data)."""
+def blocking_function(
+    w: FloatArray, rate: FloatArray, count: FloatArray, resolution: int, pooled: bool = False
+) -> FloatArray:
+    """F(0..resolution) from raw points at weights `w` (> 0, any order, may exceed resolution for pooled data).
+
+    `pooled`: the points come from several connections and may share weights, so they are merged first (one
+    connection's points never share a weight: the model keeps one point per weight)."""
     grid = np.arange(resolution + 1, dtype=np.float64)
     if len(w) == 0:
         return np.zeros(resolution + 1)
@@ -24,7 +29,7 @@ def blocking_function(w: FloatArray, rate: FloatArray, count: FloatArray, resolu
     sample_weight = np.concatenate(([1.0], np.asarray(count, dtype=np.float64)[order]))
     # Pooled cluster data may hold several points at one weight: merge them (weighted mean) so x is strictly
     # increasing for the interpolation.
-    x_unique = np.unique(x)
+    x_unique = np.unique(x) if pooled else x
     if len(x_unique) < len(x):
         group = np.searchsorted(x_unique, x)
         total_weight = np.bincount(group, weights=sample_weight)

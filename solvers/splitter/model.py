@@ -224,7 +224,9 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         clusters = [[j] for j in range(n_connections)]
     else:
         clusters = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
-        new_weights, predicted = _solve_clustered(clusters, point_arrays, weights, lower, upper, resolution)
+        new_weights, predicted = _solve_clustered(
+            clusters, point_arrays, values, weights, lower, upper, resolution
+        )
 
     memory.connections = dict(zip(request.ids, connections, strict=True))
     memory.observed_at = request.observed_at if memory.calls == 0 or elapsed > 0 else memory.observed_at
@@ -235,6 +237,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
 def _solve_clustered(
     clusters: list[list[int]],
     point_arrays: list[FloatArray],
+    values: FloatArray,
     weights: IntArray,
     lower: IntArray,
     upper: IntArray,
@@ -247,8 +250,11 @@ def _solve_clustered(
     """
     cluster_values = np.empty((len(clusters), resolution + 1))
     for c, members in enumerate(clusters):
+        if len(members) == 1:  # a singleton's pooled function is its own, already built
+            cluster_values[c] = values[members[0]]
+            continue
         w, rate, count = np.concatenate([point_arrays[j] for j in members], axis=1)
-        cluster_values[c] = blocking_function(w * len(members), rate, count, resolution)
+        cluster_values[c] = blocking_function(w * len(members), rate, count, resolution, pooled=True)
     index = [np.asarray(m) for m in clusters]
     cluster_weights, predicted = fox_minimax(
         cluster_values,
@@ -259,5 +265,8 @@ def _solve_clustered(
     )
     new_weights = np.zeros(len(weights), dtype=np.int64)
     for member_index, total in zip(index, cluster_weights.tolist(), strict=True):
-        new_weights[member_index] = even_split(total, lower[member_index], upper[member_index])
+        if len(member_index) == 1:  # a singleton takes its cluster's weight (Fox kept it within its bounds)
+            new_weights[member_index[0]] = total
+        else:
+            new_weights[member_index] = even_split(total, lower[member_index], upper[member_index])
     return new_weights, predicted
