@@ -34,11 +34,12 @@ async def _send_problem(
     await send({"type": "http.response.body", "body": body.encode()})
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class BodyLimitMiddleware:
+    """413 for bodies over `max_bytes`: at once when Content-Length says so, else (chunked bodies) as soon as the
+    bytes read pass the limit. The body is read here, before the app sees it, because an exception raised from
+    inside the app's `receive` would be turned into a 400 by FastAPI's body parser; the app then gets the buffered
+    body replayed (it would buffer it anyway to parse the JSON)."""
+
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app, self.max_bytes = app, max_bytes
 
@@ -63,29 +64,31 @@ class BodyLimitMiddleware:
                         path,
                     )
                     return
+        chunks: list[bytes] = []
         received = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
+            if message["type"] != "http.request":  # the client went away: nothing to answer
+                return
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > self.max_bytes:
                 await _send_problem(send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes", path)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect, as the server would tell it
+
+        await self.app(scope, replay, send)
 
 
 class BearerAuthMiddleware:
