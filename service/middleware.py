@@ -8,6 +8,7 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import PROBLEM_JSON
+from service.telemetry import count_rejection
 
 OPEN_PATHS = frozenset(
     {"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"}
@@ -15,8 +16,15 @@ OPEN_PATHS = frozenset(
 
 
 async def _send_problem(
-    send: Send, status: int, title: str, detail: str, path: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+    scope: Scope,
+    send: Send,
+    status: int,
+    title: str,
+    detail: str,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
+    path = scope.get("path", "")
+    count_rejection(scope, status)
     body = json.dumps(
         {"type": "about:blank", "title": title, "status": status, "detail": detail, "instance": path}
     )
@@ -47,21 +55,20 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = scope.get("path", "")
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
-                    await _send_problem(send, 400, "Bad request", "Content-Length is not a number", path)
+                    await _send_problem(scope, send, 400, "Bad request", "Content-Length is not a number")
                     return
                 if declared > self.max_bytes:
                     await _send_problem(
+                        scope,
                         send,
                         413,
                         "Body too large",
                         f"body of {declared} bytes exceeds {self.max_bytes}",
-                        path,
                     )
                     return
         chunks: list[bytes] = []
@@ -73,7 +80,9 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             received += len(chunk)
             if received > self.max_bytes:
-                await _send_problem(send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes", path)
+                await _send_problem(
+                    scope, send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes"
+                )
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -105,11 +114,11 @@ class BearerAuthMiddleware:
                 supplied = value.decode("latin-1")
         if not hmac.compare_digest(supplied.encode(), f"Bearer {self.token}".encode()):
             await _send_problem(
+                scope,
                 send,
                 401,
                 "Unauthorized",
                 "a valid 'Authorization: Bearer <token>' header is required",
-                scope.get("path", ""),
                 headers=((b"www-authenticate", b"Bearer"),),
             )
             return
