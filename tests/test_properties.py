@@ -23,6 +23,10 @@ from tests.snapshots import MEAN_LOAD_ALGORITHMS, Body, snapshots, solve
 PROPERTY_SETTINGS = settings(
     max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
+# The MILP spends its whole time limit when it cannot prove the optimum: budget pairs get fewer examples.
+MILP_PAIR_SETTINGS = settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 # CP-SAT works on utilizations scaled to 1e-4 points; a proven optimum may be off by a few rounding steps.
 DISTANCE_TOL = 5e-3
 
@@ -56,10 +60,10 @@ def assert_plan_invariants(body: Body, plan: dict[str, Any]) -> None:
 @given(body=snapshots())
 def test_every_plan_is_valid(algorithm: str, body: Body) -> None:
     body = {**body, "algorithm": {"name": algorithm}}
-    assert_plan_invariants(body, solve(body, time_limit_s=1.0))
+    assert_plan_invariants(body, solve(body, time_limit_s=0.5))
 
 
-@PROPERTY_SETTINGS
+@MILP_PAIR_SETTINGS
 @given(
     body=snapshots(max_nodes=5, max_units=12, unplaced=False, budgets=False),
     small=st.integers(0, 3),
@@ -69,13 +73,13 @@ def test_milp_more_migrations_never_give_a_worse_plan(body: Body, small: int, ex
     distances = []
     for k in (small, small + extra):
         request = {**copy.deepcopy(body), "budget": {"max_migrations": k}}
-        plan = solve(request, time_limit_s=5.0)
+        plan = solve(request, time_limit_s=0.5)
         assert_plan_invariants(request, plan)
         distances.append(plan["after"]["load_distance"])
     assert distances[1] <= distances[0] + DISTANCE_TOL, distances
 
 
-@PROPERTY_SETTINGS
+@MILP_PAIR_SETTINGS
 @given(
     body=snapshots(max_nodes=5, max_units=12, unplaced=False, budgets=False),
     cost=st.sampled_from([0.0, 2.0, 5.0]),
@@ -85,7 +89,7 @@ def test_milp_more_migration_cost_never_gives_a_worse_plan(body: Body, cost: flo
     distances = []
     for limit in (cost, cost + more):
         request = {**copy.deepcopy(body), "budget": {"max_migration_cost": limit}}
-        plan = solve(request, time_limit_s=5.0)
+        plan = solve(request, time_limit_s=0.5)
         assert_plan_invariants(request, plan)
         distances.append(plan["after"]["load_distance"])
     assert distances[1] <= distances[0] + DISTANCE_TOL, distances

@@ -361,11 +361,6 @@ def test_a_solver_refusal_becomes_422_naming_the_field(
     assert "needs load series" in problem["detail"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (solvers/milp/cpsat.py, lead): utilizations near 1e15 % (loads 1e15 on 100-capacity nodes, valid per "
-    "schema) overflow CP-SAT's int64 coefficients: 'OverflowError: Python int too large to convert to C long' -> 500",
-)
 def test_extreme_but_valid_loads_are_never_a_500(client: TestClient) -> None:
     body = make_snapshot(budget={"max_migrations": 3})
     for unit in body["units"][:8]:
