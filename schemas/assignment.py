@@ -6,6 +6,7 @@ from pydantic import Field
 
 from schemas.algorithms import AlgorithmParams, MilpParams
 from schemas.common import (
+    Capacity,
     Identifier,
     NonNegativeFloat,
     PositiveFloat,
@@ -26,11 +27,9 @@ ResourceName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Z
 
 class Node(StrictModel):
     id: Identifier
-    capacity: PositiveFloat = Field(
-        default=100.0, description="In load units; a load is a percent of a 100 node."
-    )
+    capacity: Capacity = Field(default=100.0, description="In load units; a load is a percent of a 100 node.")
     draining: bool = Field(default=False, description="Marked for removal: units leave it, none arrive.")
-    resources: dict[ResourceName, PositiveFloat] = Field(
+    resources: dict[ResourceName, Capacity] = Field(
         default_factory=dict,
         max_length=MAX_RESOURCES,
         description="Capacities of further resources (memory, network...). A unit's usage of such a resource is "

@@ -10,9 +10,10 @@ MAX_NOTES = 1000
 
 
 class StrictModel(BaseModel):
-    """Every request model: unknown fields are errors, NaN and infinities are rejected."""
+    """Every request model: unknown fields are errors, NaN and infinities are rejected, and nothing is coerced
+    (`true` is not a load of 1, `"3"` is not 3, `"yes"` is not a boolean)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True, strict=True)
 
 
 class ResponseModel(BaseModel):
@@ -25,8 +26,14 @@ Identifier = Annotated[
         min_length=1, max_length=MAX_ID_LENGTH, pattern=r"^[^\s\x00-\x1f]+$", description="An id: no spaces."
     ),
 ]
-NonNegativeFloat = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
-PositiveFloat = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+# Every quantity (load, state size, rate, capacity) is at most MAX_QUANTITY and a capacity at least MIN_CAPACITY, so
+# sums and utilizations over MAX_UNITS units stay finite in float64 (1e15 x 2.5e5 x 100 / 1e-6 ~ 2.5e28, squared for
+# a variance ~ 1e57): a finite request can never turn into inf/NaN statistics.
+MAX_QUANTITY = 1e15
+MIN_CAPACITY = 1e-6
+NonNegativeFloat = Annotated[float, Field(ge=0.0, le=MAX_QUANTITY, allow_inf_nan=False)]
+PositiveFloat = Annotated[float, Field(gt=0.0, le=MAX_QUANTITY, allow_inf_nan=False)]
+Capacity = Annotated[float, Field(ge=MIN_CAPACITY, le=MAX_QUANTITY, allow_inf_nan=False)]
 
 
 class FieldError(ResponseModel):

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from schemas.common import FieldError, Problem
+from service.telemetry import count_rejection
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("trimtab")
@@ -62,6 +63,11 @@ def _clean_msg(error: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
+def _answer(request: Request, problem: Problem, headers: dict[str, str] | None = None) -> JSONResponse:
+    count_rejection(request.scope, problem.status)
+    return problem_response(problem, headers)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
@@ -73,7 +79,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             instance=request.url.path,
             errors=exc.errors,
         )
-        return problem_response(problem, exc.headers)
+        return _answer(request, problem, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -88,7 +94,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             instance=request.url.path,
             errors=errors[:100],
         )
-        return problem_response(problem)
+        return _answer(request, problem)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -98,7 +104,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail=str(exc.detail),
             instance=request.url.path,
         )
-        return problem_response(problem, dict(exc.headers or {}))
+        return _answer(request, problem, dict(exc.headers or {}))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -109,4 +115,4 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail="The service failed on a valid request; this is a bug in trimtab.",
             instance=request.url.path,
         )
-        return problem_response(problem)
+        return _answer(request, problem)

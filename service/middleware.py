@@ -8,6 +8,7 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import PROBLEM_JSON
+from service.telemetry import count_rejection
 
 OPEN_PATHS = frozenset(
     {"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"}
@@ -15,8 +16,15 @@ OPEN_PATHS = frozenset(
 
 
 async def _send_problem(
-    send: Send, status: int, title: str, detail: str, path: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+    scope: Scope,
+    send: Send,
+    status: int,
+    title: str,
+    detail: str,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
+    path = scope.get("path", "")
+    count_rejection(scope, status)
     body = json.dumps(
         {"type": "about:blank", "title": title, "status": status, "detail": detail, "instance": path}
     )
@@ -34,11 +42,12 @@ async def _send_problem(
     await send({"type": "http.response.body", "body": body.encode()})
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class BodyLimitMiddleware:
+    """413 for bodies over `max_bytes`: at once when Content-Length says so, else (chunked bodies) as soon as the
+    bytes read pass the limit. The body is read here, before the app sees it, because an exception raised from
+    inside the app's `receive` would be turned into a 400 by FastAPI's body parser; the app then gets the buffered
+    body replayed (it would buffer it anyway to parse the JSON)."""
+
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app, self.max_bytes = app, max_bytes
 
@@ -46,46 +55,49 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = scope.get("path", "")
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
-                    await _send_problem(send, 400, "Bad request", "Content-Length is not a number", path)
+                    await _send_problem(scope, send, 400, "Bad request", "Content-Length is not a number")
                     return
                 if declared > self.max_bytes:
                     await _send_problem(
+                        scope,
                         send,
                         413,
                         "Body too large",
                         f"body of {declared} bytes exceeds {self.max_bytes}",
-                        path,
                     )
                     return
+        chunks: list[bytes] = []
         received = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _BodyTooLarge
-            return message
+            if message["type"] != "http.request":  # the client went away: nothing to answer
+                return
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > self.max_bytes:
+                await _send_problem(
+                    scope, send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes"
+                )
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect, as the server would tell it
 
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
-                await _send_problem(send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes", path)
+        await self.app(scope, replay, send)
 
 
 class BearerAuthMiddleware:
@@ -102,11 +114,11 @@ class BearerAuthMiddleware:
                 supplied = value.decode("latin-1")
         if not hmac.compare_digest(supplied.encode(), f"Bearer {self.token}".encode()):
             await _send_problem(
+                scope,
                 send,
                 401,
                 "Unauthorized",
                 "a valid 'Authorization: Bearer <token>' header is required",
-                scope.get("path", ""),
                 headers=((b"www-authenticate", b"Bearer"),),
             )
             return

@@ -2,6 +2,7 @@
 
 import resource
 import sys
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
@@ -39,3 +40,15 @@ class Metrics:
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
             registry=self.registry,
         )
+
+
+def count_rejection(scope: Any, status: int) -> None:
+    """Count a problem answer in the app's `trimtab_rejected_requests`. The endpoint label is the request path when it
+    names a route of the app, else "other" (so random paths cannot blow up the label set)."""
+    app = scope.get("app")
+    metrics = getattr(getattr(app, "state", None), "metrics", None)
+    if not isinstance(metrics, Metrics):
+        return
+    path = scope.get("path", "")
+    known = any(getattr(route, "path", None) == path for route in app.routes)
+    metrics.rejected.labels(path if known else "other", str(status)).inc()

@@ -322,8 +322,12 @@ def round_robin(instance: AssignmentInstance) -> Plan:
                 break
             if not budget.allows(int(unit), dest):
                 continue
+            if 100.0 * (node_load[dest] + instance.load[unit]) / instance.capacity[dest] > cap:
+                continue  # it ignores load, but like every algorithm it never pushes a receiver over the cap
             count[node] -= 1
             count[dest] += 1
+            node_load[node] -= instance.load[unit]
+            node_load[dest] += instance.load[unit]
             budget.spend(int(unit), assignment, dest)
     return _finish(instance, assignment, budget)
 

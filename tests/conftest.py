@@ -38,3 +38,22 @@ def make_snapshot(
                 {"id": f"u{i}-{j}", "node": f"n{i}", "load": load, "state_size": float(rng.randint(1, 9))}
             )
     return {"nodes": nodes, "units": units, **extra}
+
+
+PLAN = "/v1/assignment/plan"
+PROBLEM_JSON = "application/problem+json"
+
+
+def assert_problem(response: Any, status: int, loc: tuple[str | int, ...] | None = None) -> dict[str, Any]:
+    """`response` is an RFC 9457 problem document with `status`; with `loc`, one of its errors names that field
+    (an error whose loc starts with `loc`: pydantic may add the union member it tried, e.g. 'constrained-float')."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM_JSON), response.headers
+    problem = response.json()
+    assert problem["status"] == status
+    assert problem["title"] and problem["detail"]
+    if loc is not None:
+        locs = [tuple(e["loc"]) for e in problem.get("errors", [])]
+        assert any(found[: len(loc)] == loc for found in locs), (loc, problem)
+        assert ".".join(str(p) for p in loc) in problem["detail"] or len(locs) > 1, problem
+    return problem

@@ -1,0 +1,194 @@
+"""The independent plan validator must catch every kind of broken plan.
+
+Broken plans are built two ways: a *consistent* plan for a bad assignment (moves, statistics and costs computed by the
+service's own adapter, so the only fault is the one we put in), or a valid plan with one reported number tampered.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from schemas.assignment import AssignmentRequest
+from service.adapters import to_instance, to_response
+from solvers.instance import Plan, PlanStatus
+from solvers.plan_check import check_plan
+
+Body = dict[str, Any]
+
+# a: hot, b: small node (80) with a memory cap, c: cold with a pinned unit, d: draining.
+REQUEST: Body = {
+    "nodes": [
+        {"id": "a", "capacity": 100},
+        {"id": "b", "capacity": 80, "resources": {"mem": 10}},
+        {"id": "c", "capacity": 100},
+        {"id": "d", "capacity": 100, "draining": True},
+    ],
+    "units": [
+        {"id": "a1", "node": "a", "load": 30, "state_size": 8},
+        {"id": "a2", "node": "a", "load": 20, "state_size": 3},
+        {"id": "a3", "node": "a", "load": 10, "state_size": 1, "resources": {"mem": 8}},
+        {"id": "b1", "node": "b", "load": 30, "state_size": 1, "resources": {"mem": 5}},
+        {"id": "b2", "node": "b", "load": 30, "state_size": 1},
+        {"id": "c1", "node": "c", "load": 5, "state_size": 1, "pinned": True},
+        {"id": "d1", "node": "d", "load": 4, "state_size": 1},
+    ],
+    "budget": {"max_migrations": 2, "max_migration_cost": 10},
+}
+CURRENT = {u["id"]: u["node"] for u in REQUEST["units"]}
+
+
+def consistent_plan(
+    moves: dict[str, str], status: PlanStatus = "feasible", lower_bound: float | None = None
+) -> Body:
+    """The wire plan for CURRENT with `moves` applied, every number computed by the service's adapter."""
+    instance = to_instance(AssignmentRequest.model_validate(REQUEST))
+    target = {**CURRENT, **moves}
+    assignment = np.array([instance.node_ids.index(target[u]) for u in instance.unit_ids], dtype=np.int64)
+    plan = Plan(assignment=assignment, status=status, lower_bound=lower_bound)
+    return to_response(instance, plan, "test", 1.0).model_dump(mode="json", by_alias=True)
+
+
+VALID_MOVES = {"a2": "c", "d1": "b"}
+
+
+def test_a_valid_plan_passes() -> None:
+    plan = consistent_plan(VALID_MOVES, lower_bound=0.0)
+    assert check_plan(REQUEST, plan) == []
+    assert plan["scaling"]["remove_nodes"] == ["d"]  # the drained node is released
+
+
+def test_an_unchanged_plan_passes() -> None:
+    assert check_plan(REQUEST, consistent_plan({}, status="unchanged")) == []
+
+
+@pytest.mark.parametrize(
+    ("moves", "needle"),
+    [
+        pytest.param({"c1": "a"}, "pinned unit 'c1' moved", id="pinned-moved"),
+        pytest.param({"a3": "d"}, "moved onto draining node 'd'", id="onto-draining"),
+        pytest.param(
+            {"a2": "c", "a3": "c", "d1": "b"}, "3 migrations exceed max_migrations 2", id="too-many-moves"
+        ),
+        pytest.param({"a1": "c", "a2": "c"}, "exceeds max_migration_cost 10", id="too-costly"),
+        pytest.param(
+            {"a1": "b"}, "node 'b' receives units and ends at 112.500% utilization", id="over-capacity"
+        ),
+        pytest.param({"a3": "b"}, "node 'b' uses 13 of 'mem', over its capacity 10", id="over-resource"),
+    ],
+)
+def test_consistent_plans_that_break_an_invariant_are_caught(moves: dict[str, str], needle: str) -> None:
+    problems = check_plan(REQUEST, consistent_plan(moves))
+    assert any(needle in p for p in problems), problems
+
+
+def _tamper(path: tuple[str | int, ...], value: Any) -> Callable[[Body], None]:
+    def mutate(plan: Body) -> None:
+        target: Any = plan
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return mutate
+
+
+def _lose_unit(plan: Body) -> None:
+    del plan["assignment"]["a1"]
+
+
+def _duplicate_move(plan: Body) -> None:
+    plan["moves"].append(dict(plan["moves"][0]))
+
+
+def _drop_move(plan: Body) -> None:
+    plan["moves"].pop()
+
+
+def _stale_moves(plan: Body) -> None:
+    """The moves of another plan: the assignment says a2 -> c, d1 -> b; the list says a3 -> c, d1 -> b."""
+    plan["moves"] = [m if m["unit"] != "a2" else {**m, "unit": "a3", "cost": 1.0} for m in plan["moves"]]
+
+
+def _move_to_wrong_node(plan: Body) -> None:
+    plan["moves"][0]["to"] = "a"
+
+
+def _remove_busy_node(plan: Body) -> None:
+    plan["scaling"]["remove_nodes"].append("c")
+
+
+def _add_existing_node(plan: Body) -> None:
+    plan["scaling"]["add_nodes"] = ["a"]
+
+
+def _unknown_node(plan: Body) -> None:
+    plan["assignment"]["a1"] = "ghost"
+
+
+def _unknown_unit(plan: Body) -> None:
+    plan["assignment"]["zz"] = "a"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        pytest.param(_lose_unit, "1 units not assigned", id="lost-unit"),
+        pytest.param(_unknown_unit, "1 unknown units assigned", id="unknown-unit"),
+        pytest.param(_unknown_node, "assigned to unknown node 'ghost'", id="unknown-node"),
+        pytest.param(_duplicate_move, "a unit appears twice in moves", id="duplicated-move"),
+        pytest.param(_drop_move, "does not match the diff", id="missing-move"),
+        pytest.param(_stale_moves, "does not match the diff", id="stale-moves"),
+        pytest.param(_move_to_wrong_node, "reported as", id="wrong-move-target"),
+        pytest.param(_tamper(("moves", 0, "cost"), 99.0), "reported as", id="wrong-move-cost"),
+        pytest.param(_tamper(("migrations",), 1), "migrations reported 1, counted 2", id="wrong-count"),
+        pytest.param(_tamper(("migration_cost",), 1.0), "migration_cost reported 1.0", id="wrong-cost"),
+        pytest.param(
+            _tamper(("status",), "unchanged"), "status 'unchanged' but the plan moves", id="fake-unchanged"
+        ),
+        pytest.param(_remove_busy_node, "unit 'c1' is on removed node 'c'", id="removed-not-empty"),
+        pytest.param(_add_existing_node, "added node 'a' clashes", id="added-clash"),
+        pytest.param(
+            _tamper(("after", "load_distance"), 0.0), "after.load_distance reported 0.0", id="wrong-after"
+        ),
+        pytest.param(
+            _tamper(("before", "max_utilization"), 60.0), "before.max_utilization", id="wrong-before"
+        ),
+        pytest.param(_tamper(("after", "parallelism"), 4), "after.parallelism", id="wrong-parallelism"),
+        pytest.param(_tamper(("after", "imbalance"), 1.0), "after.imbalance reported", id="wrong-imbalance"),
+        pytest.param(
+            _tamper(("lower_bound", "load_distance"), 1e6), "lower bound 1000000.0 exceeds", id="bound-high"
+        ),
+    ],
+)
+def test_tampered_plans_are_caught(mutate: Callable[[Body], None], needle: str) -> None:
+    plan = copy.deepcopy(consistent_plan(VALID_MOVES))
+    assert check_plan(REQUEST, plan) == []
+    mutate(plan)
+    problems = check_plan(REQUEST, plan)
+    assert any(needle in p for p in problems), problems
+
+
+def test_lower_bound_equal_to_the_distance_is_fine() -> None:
+    plan = consistent_plan(VALID_MOVES)
+    plan["lower_bound"]["load_distance"] = plan["after"]["load_distance"]
+    assert check_plan(REQUEST, plan) == []
+
+
+def test_series_statistics_are_recomputed() -> None:
+    """With load series, correlation and per-node variance are checked too."""
+    request = copy.deepcopy(REQUEST)
+    for k, unit in enumerate(request["units"]):
+        unit["load"] = [unit["load"] * f for f in (0.5, 1.0 + 0.1 * k, 1.5)]
+    instance = to_instance(AssignmentRequest.model_validate(request))
+    plan = to_response(
+        instance, Plan(assignment=instance.current.copy(), status="unchanged"), "test", 1.0
+    ).model_dump(mode="json", by_alias=True)
+    assert check_plan(request, plan) == []
+    for key in ("avg_load_correlation", "mean_node_load_variance", "imbalance_total"):
+        broken = copy.deepcopy(plan)
+        broken["after"][key] += 0.5
+        assert any(f"after.{key}" in p for p in check_plan(request, broken)), key
