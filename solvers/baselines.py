@@ -97,31 +97,45 @@ class BudgetTracker:
         return inst.max_migrations is not None and self.moves >= inst.max_migrations
 
 
+def no_room(instance: AssignmentInstance, unit: int) -> UnsolvableRequest:
+    """The 422 for a unit without a node that no staying node can take within the caps."""
+    return UnsolvableRequest(
+        ("body", "units", unit, "node"),
+        f"infeasible: unit {instance.unit_ids[unit]!r} (load {instance.load[unit]:g}) has no node yet and fits on "
+        f"no staying node without going over {instance.utilization_cap():g} % utilization (max of 100 % and the "
+        "current peak) or a resource capacity; add capacity or place it by hand",
+    )
+
+
 def place_unplaced(
     instance: AssignmentInstance,
     assignment: IntArray,
     node_load: np.ndarray,
     tracker: BudgetTracker | None = None,
 ) -> None:
-    """Largest-first onto the least utilized staying node with room (LPT); updates the arguments in place."""
+    """Largest-first onto the least utilized staying node with room (LPT); updates the arguments in place.
+
+    Raises UnsolvableRequest when a unit finds no node within the utilization cap and its resource room."""
     unplaced = np.flatnonzero(assignment == UNPLACED)
     if not len(unplaced):
         return
     tracker = tracker or BudgetTracker(instance)
+    cap = instance.utilization_cap()
     active = np.flatnonzero(instance.active)
     heap = [(node_load[i] / instance.capacity[i], int(i)) for i in active]
     heapq.heapify(heap)
-    for unit in unplaced[np.argsort(-instance.load[unplaced], kind="stable")]:
+    for unit in unplaced[np.argsort(-instance.load[unplaced], kind="stable")].tolist():
         skipped = []
-        while heap and not tracker.fits(int(unit), heap[0][1]):
+        while heap and not (
+            tracker.fits(unit, heap[0][1])
+            and 100.0 * (node_load[heap[0][1]] + instance.load[unit]) / instance.capacity[heap[0][1]]
+            <= cap * (1 + 1e-12)
+        ):
             skipped.append(heapq.heappop(heap))
         if not heap:
-            raise UnsolvableRequest(
-                ("body", "units", int(unit), "resources"),
-                "the unit fits on no staying node (further resources)",
-            )
+            raise no_room(instance, unit)
         _, node = heapq.heappop(heap)
-        tracker.spend(int(unit), assignment, node)
+        tracker.spend(unit, assignment, node)
         node_load[node] += instance.load[unit]
         heapq.heappush(heap, (node_load[node] / instance.capacity[node], node))
         for item in skipped:
@@ -137,19 +151,14 @@ def _first_fitting(
     preferred: list[int],
 ) -> int:
     """The first node of `preferred` where a unit without a node fits (utilization cap, resource room), else the
-    least utilized staying node where it fits."""
+    least utilized staying node where it fits; UnsolvableRequest when there is none."""
     active = np.flatnonzero(instance.active)
     util_after = 100.0 * (node_load + instance.load[unit]) / instance.capacity
     fallback = active[np.argsort(util_after[active], kind="stable")].tolist()
     for node in [*preferred, *fallback]:
-        if instance.active[node] and util_after[node] <= cap and tracker.fits(unit, node):
+        if instance.active[node] and util_after[node] <= cap * (1 + 1e-12) and tracker.fits(unit, node):
             return int(node)
-    for node in fallback:  # over the cap everywhere: the least utilized node with resource room
-        if tracker.fits(unit, node):
-            return int(node)
-    raise UnsolvableRequest(
-        ("body", "units", unit, "resources"), "the unit fits on no staying node (further resources)"
-    )
+    raise no_room(instance, unit)
 
 
 def _start(instance: AssignmentInstance) -> tuple[IntArray, np.ndarray, BudgetTracker]:

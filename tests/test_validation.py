@@ -371,13 +371,6 @@ def test_extreme_but_valid_loads_are_never_a_500(client: TestClient) -> None:
         assert check_plan(body, response.json()) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (solvers/baselines.place_unplaced + every algorithm, lead): a unit without a node that fits on no staying "
-    "node is placed over capacity anyway; the validator rejects the plan and the caller gets 500 'Plan failed "
-    "validation' instead of 422 naming the unit. Needs a decision: 422 from reference_errors/the solvers, or let the "
-    "validator accept forced first placements.",
-)
 @pytest.mark.parametrize("algorithm", ["milp", "flux", "largest-load-first", "round-robin", "random"])
 def test_new_units_that_fit_nowhere_are_422(client: TestClient, algorithm: str) -> None:
     body = {
