@@ -68,7 +68,9 @@ def solve_milp(
     if proven:
         notes.append(f"the {best_name} plan meets the lower bound; no solver call needed")
     else:
-        n_active = int(instance.active.sum())
+        active_nodes = np.flatnonzero(instance.active)
+        n_active = len(active_nodes)
+        n_movable = int(instance.movable.sum())
         budget_moves = instance.max_migrations if instance.max_migrations is not None else instance.n_units
         width = min(width or int(np.clip(budget_moves // 4, 3, 6)), n_active)
         solve = solve_cpsat if backend == "cp-sat" else solve_highs
@@ -89,9 +91,9 @@ def solve_milp(
             extra = rng.choice(n_active, size=min(n_active, width), replace=False) if iterations else None
             nodes, units = choose_neighbourhood(instance, best, width, per_node, extra)
             model = build_move_model(instance, nodes, units, best, start)
-            complete = len(nodes) == instance.n_nodes and len(units) == int(
-                (instance.movable | (instance.current == UNPLACED)).sum()
-            )
+            # The full model: every staying node and every movable unit (draining nodes holding movable units are
+            # always in the neighbourhood; an empty one can receive nothing, so leaving it out loses nothing).
+            complete = bool(np.isin(active_nodes, nodes).all()) and len(units) == n_movable
             # Complete models get all the time (a proof may come); partial ones a share, so several rounds run.
             round_time = remaining if complete else min(remaining, max(0.1, 0.3 * time_limit_s))
             result: BackendResult = solve(
