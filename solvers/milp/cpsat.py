@@ -1,9 +1,12 @@
 """The move model on OR-Tools CP-SAT (integer coefficients).
 
 Scaling: utilizations are in percentage points; CP-SAT needs integers, so every utilization term is multiplied by
-SCALE (10^4, i.e. 0.0001 point) and rounded. Each node's utilization in the model is off by at most
-0.5/SCALE per term (its base and each move into or out of it); `rounding_error` reports the bound for the plan,
-and every plan is re-evaluated exactly in floating point afterwards, so the error only matters for proofs.
+a scale and rounded. The scale follows the instance: the largest quantity of the model (the spread of utilizations
+plus every move's share, an upper bound on d) becomes INTEGER_RANGE (2^30), so the objective w1*d stays far inside
+int64 whatever the unit of load, and the precision is the same relative to the loads at every scale (1e-9 of the
+range: loads x 1000 give the same plan). Each node's utilization in the model is off by at most 0.5/scale per term
+(its base and each move into or out of it); `rounding_error` reports that bound in points, and every plan is
+re-evaluated exactly in floating point afterwards, so the error only matters for proofs.
 Migration costs (max_migration_cost) are scaled and rounded *up*, the budget *down*: a plan CP-SAT finds always
 respects the real budget.
 """
@@ -19,7 +22,7 @@ from ortools.sat.python import cp_model
 from solvers.instance import IntArray
 from solvers.milp.model import BackendResult, MoveModel
 
-SCALE = 10_000
+INTEGER_RANGE = 2**30  # the model's largest integer quantity; w1 * d stays below 2^62
 
 
 def _grouped(keys: IntArray) -> dict[int, IntArray]:
@@ -39,17 +42,19 @@ def solve_cpsat(
     inst = model.instance
     n_moves = model.n_moves
     into, out_of = model.util_coefficient()
-    into_i = np.rint(into * SCALE).astype(np.int64)
-    out_i = np.rint(out_of * SCALE).astype(np.int64)
-    base_i = np.rint(model.base_util * SCALE).astype(np.int64)
-    mean_i = round(model.mean * SCALE)
-    cap_i = math.floor(model.cap * SCALE)
+    largest = max(float(np.max(np.abs(model.base_util - model.mean))), model.mean) + float(into.sum())
+    scale = INTEGER_RANGE / max(largest, 1e-300)
+    into_i = np.rint(into * scale).astype(np.int64)
+    out_i = np.rint(out_of * scale).astype(np.int64)
+    base_i = np.rint(model.base_util * scale).astype(np.int64)
+    mean_i = round(model.mean * scale)
+    cap_i = min(math.floor(model.cap * scale), 4 * INTEGER_RANGE)  # above the range the cap cannot bind
     spread = int(max(np.max(np.abs(base_i - mean_i)), mean_i, 1))
     d_max = spread + int(into_i.sum() if n_moves else 0)
 
     cp = cp_model.CpModel()
     y = [cp.new_bool_var("") for _ in range(n_moves)]  # unnamed: names cost time and nobody reads them
-    d = cp.new_int_var(math.floor(model.fixed_deviation * SCALE), d_max, "d")
+    d = cp.new_int_var(math.floor(model.fixed_deviation * scale), d_max, "d")
     du = cp.new_int_var(0, d_max, "du")
     dl = cp.new_int_var(0, d_max, "dl")
 
@@ -108,7 +113,7 @@ def solve_cpsat(
     active_nodes = model.nodes[inst.active[model.nodes]]
     high = int(base_i[active_nodes].max()) - mean_i if len(active_nodes) else 0
     low = mean_i - int(base_i[active_nodes].min()) if len(active_nodes) else 0
-    d_hint = max(high, low, math.floor(model.fixed_deviation * SCALE), 0)
+    d_hint = max(high, low, math.floor(model.fixed_deviation * scale), 0)
     cp.add_hint(d, d_hint)
     cp.add_hint(du, max(0, d_hint - high))
     cp.add_hint(dl, max(0, d_hint - low))
@@ -128,12 +133,12 @@ def solve_cpsat(
     params.max_presolve_iterations = 1
     params.find_big_linear_overlap = False
     status = solver.solve(cp)
-    rounding = max_terms * 0.5 / SCALE
+    rounding = max_terms * 0.5 / scale
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return BackendResult(None, False, None, rounding)
     solution = np.asarray(solver.response_proto.solution, dtype=np.int64)
     chosen = np.flatnonzero(solution[[v.index for v in y]] > 0).astype(np.int64)
     bound = float(solver.best_objective_bound)
     # objective = w1*d - (du+dl) with 0 <= du+dl <= 2*d_max < w1, so d >= bound / w1 (rounded up: d is integer).
-    bound_d = max(0.0, math.ceil(bound / w1 - 1e-9) / SCALE - rounding)
+    bound_d = max(0.0, math.ceil(bound / w1 - 1e-9) / scale - rounding)
     return BackendResult(chosen, status == cp_model.OPTIMAL, bound_d, rounding)

@@ -19,7 +19,7 @@ import numpy as np
 from solvers import baselines
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan, PlanStatus
 from solvers.milp.bounds import load_distance_lower_bound
-from solvers.milp.cpsat import SCALE, solve_cpsat
+from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import polish
 from solvers.milp.model import BackendResult, build_move_model, choose_neighbourhood, objective_parts
@@ -126,7 +126,7 @@ def solve_milp(
         )
         if backend == "cp-sat" and iterations:
             notes.append(
-                f"CP-SAT works on utilizations scaled to 1/{SCALE} point; its model's rounding error is at most "
+                "CP-SAT works on utilizations scaled to integers (2^30 steps over the model's range); its rounding error is at most "
                 f"{rounding:.2g} points per node (plans are re-evaluated exactly)"
             )
     notes.extend(bottleneck_notes(instance))
