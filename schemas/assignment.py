@@ -216,21 +216,21 @@ def reference_errors(request: AssignmentRequest) -> list[tuple[Loc, str]]:
             if getattr(edge, end) not in unit_ids:
                 errors.append((("body", "traffic", t, end), f"unknown unit {getattr(edge, end)!r}"))
 
-    # Pinned load alone over a node's capacity: no plan can bring that node within capacity.
+    # Pinned load alone over capacity on every staying node: no plan can bring the cluster within capacity
+    # (CONTRACT.md). A single such node still gets a plan: moving its other units off is what helps it most.
     pinned_load: dict[str, float] = {}
     for unit in request.units:
         if unit.pinned and unit.node is not None:
             mean = sum(unit.load) / len(unit.load) if isinstance(unit.load, list) else unit.load
             pinned_load[unit.node] = pinned_load.get(unit.node, 0.0) + mean
-    for node_id, load in pinned_load.items():
-        if node_id in node_index:
-            i = node_index[node_id]
-            capacity = request.nodes[i].capacity
-            if load > capacity:
-                errors.append(
-                    (
-                        ("body", "nodes", i, "capacity"),
-                        f"infeasible: pinned units on {node_id!r} need {load:g}, over its capacity {capacity:g}",
-                    )
-                )
+    staying = [node for node in request.nodes if not node.draining]
+    if staying and all(pinned_load.get(node.id, 0.0) > node.capacity for node in staying):
+        worst = ", ".join(f"{n.id!r} {pinned_load[n.id]:g} of {n.capacity:g}" for n in staying[:5])
+        errors.append(
+            (
+                ("body", "nodes"),
+                f"infeasible: pinned units exceed the capacity of every staying node ({worst}"
+                f"{', ...' if len(staying) > 5 else ''}): add capacity or unpin units",
+            )
+        )
     return errors

@@ -247,12 +247,28 @@ def test_body_that_is_not_utf8_is_a_problem_not_a_500(client: TestClient, raw: b
 
 
 def test_infeasible_pinned_load_is_422_with_the_reason(client: TestClient) -> None:
-    body = make_snapshot()
-    body["units"][0].update(pinned=True, load=80.0)
-    body["units"][1].update(pinned=True, load=30.0)  # n0 now holds 110 of pinned load on a 100 node
-    problem = assert_problem(client.post(PLAN, json=body), 422, ("body", "nodes", 0, "capacity"))
+    """CONTRACT.md: pinned units over capacity on every staying node make the request unsatisfiable."""
+    body = make_snapshot(n_nodes=2)
+    for node in ("n0", "n1"):
+        pinned = [u for u in body["units"] if u["node"] == node][:2]
+        pinned[0].update(pinned=True, load=80.0)
+        pinned[1].update(pinned=True, load=30.0)  # 110 of pinned load on a 100 node
+    problem = assert_problem(client.post(PLAN, json=body), 422, ("body", "nodes"))
     reason = problem["errors"][0]["msg"]
-    assert "infeasible" in reason and "pinned" in reason and "'n0'" in reason, reason
+    assert "infeasible" in reason and "pinned" in reason and "'n0'" in reason and "'n1'" in reason, reason
+
+
+def test_one_node_over_capacity_with_pinned_units_still_gets_a_valid_plan(client: TestClient) -> None:
+    """Only 'everywhere' is infeasible: a single overloaded node is relieved by moving its other units."""
+    body = make_snapshot(budget={"max_migrations": 4})
+    body["units"][0].update(pinned=True, load=80.0)
+    body["units"][1].update(pinned=True, load=30.0)  # n0 holds 110 of pinned load on a 100 node
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert check_plan(body, plan) == []
+    assert any(move["from"] == "n0" for move in plan["moves"]), plan["moves"]
+    assert plan["after"]["max_utilization"] < plan["before"]["max_utilization"]
 
 
 def test_more_nodes_or_units_than_the_service_allows_is_422() -> None:
