@@ -198,12 +198,15 @@ def reference_errors(request: AssignmentRequest) -> list[tuple[Loc, str]]:
         if k == 0:
             series_length, series_first = length, 0
         elif length != series_length:
-            what = "a series" if length is not None else "a single number"
+
+            def shape(n: int | None) -> str:
+                return "a single number" if n is None else f"a series of {n} windows"
+
             errors.append(
                 (
                     ("body", "units", k, "load"),
-                    f"load is {what} of length {length} but units[{series_first}].load has "
-                    f"{series_length}: all units need series of equal length (or all single numbers)",
+                    f"load is {shape(length)} but units[{series_first}].load is {shape(series_length)}: all units "
+                    "need series of equal length (or all single numbers)",
                 )
             )
     if series_length is not None and series_length * len(request.units) > MAX_SERIES_VALUES:

@@ -112,7 +112,9 @@ class BearerAuthMiddleware:
         for name, value in scope.get("headers", []):
             if name == b"authorization":
                 supplied = value.decode("latin-1")
-        if not hmac.compare_digest(supplied.encode(), f"Bearer {self.token}".encode()):
+        scheme, _, credentials = supplied.partition(" ")
+        # RFC 7235: the scheme is case-insensitive; the token is compared in constant time.
+        if scheme.lower() != "bearer" or not hmac.compare_digest(credentials.encode(), self.token.encode()):
             await _send_problem(
                 scope,
                 send,

@@ -139,6 +139,15 @@ def test_auth_on_rejects_missing_or_wrong_tokens(authed: TestClient, header: str
         assert response.headers["www-authenticate"] == "Bearer"
 
 
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_auth_scheme_is_case_insensitive(authed: TestClient, scheme: str) -> None:
+    """RFC 7235: the authentication scheme is case-insensitive (the token is not)."""
+    assert (
+        authed.get("/v1/algorithms", headers={"authorization": f"{scheme} s3cret-token"}).status_code == 200
+    )
+    assert_problem(authed.get("/v1/algorithms", headers={"authorization": f"{scheme} S3CRET-TOKEN"}), 401)
+
+
 def test_auth_on_accepts_the_token(authed: TestClient) -> None:
     headers = {"authorization": "Bearer s3cret-token"}
     assert authed.get("/v1/algorithms", headers=headers).status_code == 200
