@@ -16,8 +16,8 @@ T = TypeVar("T")
 
 class SolverPool:
     def __init__(self, workers: int, queue: int, retry_after_s: int) -> None:
-        # Threads suffice: CP-SAT, HiGHS and numpy release the GIL in their heavy parts.
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solver")
+        self._workers = workers
+        self._executor: ThreadPoolExecutor | None = None  # made on first use, again after a shutdown
         self._admitted = threading.BoundedSemaphore(workers + queue)
         self.capacity = workers + queue
         self.retry_after_s = retry_after_s
@@ -39,11 +39,23 @@ class SolverPool:
         with self._lock:
             self._in_flight += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+            return await asyncio.get_running_loop().run_in_executor(self._ensure_executor(), fn)
         finally:
             with self._lock:
                 self._in_flight -= 1
             self._admitted.release()
 
+    def _ensure_executor(self) -> ThreadPoolExecutor:
+        # Threads suffice: CP-SAT, HiGHS and numpy release the GIL in their heavy parts. The executor lives from the
+        # first call to the app's shutdown; an app whose lifespan runs again (test clients, some ASGI hosts) gets a
+        # new one instead of "cannot schedule new futures after shutdown".
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="solver")
+            return self._executor
+
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)

@@ -264,3 +264,14 @@ def test_a_crashing_solver_is_a_500_problem_without_internals(monkeypatch: pytes
         assert "exploded" not in json.dumps(problem) and "Traceback" not in json.dumps(problem)
         # the slot of the crashed call is released
         assert c.get("/readyz").json()["in_flight"] == 0
+
+
+def test_the_app_serves_plans_after_its_lifespan_ran_twice() -> None:
+    """Found by schemathesis: the ASGI transport runs the lifespan per call, and a shut-down solver pool used to
+    answer every later plan with 500 'cannot schedule new futures after shutdown'."""
+    app = create_app(Settings())
+    body = make_snapshot(budget={"max_migrations": 2})
+    for _ in range(2):
+        with TestClient(app) as c:
+            response = c.post(PLAN, json=body)
+            assert response.status_code == 200, response.text

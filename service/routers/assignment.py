@@ -23,6 +23,7 @@ log = logging.getLogger("trimtab")
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {PROBLEM_JSON: {}}, "description": text}
     for status, text in (
+        (400, "Body is not parseable JSON"),
         (401, "Missing or wrong bearer token"),
         (413, "Body over the size limit"),
         (422, "Invalid or unsatisfiable snapshot; `errors` names the fields"),

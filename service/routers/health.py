@@ -1,5 +1,5 @@
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 router = APIRouter(tags=["operations"])
@@ -10,7 +10,11 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="Readiness: the solver pool accepts work")
+@router.get(
+    "/readyz",
+    summary="Readiness: the solver pool accepts work",
+    responses={503: {"description": "The solver pool is saturated", "content": {"application/json": {}}}},
+)
 def readyz(request: Request) -> JSONResponse:
     pool = request.app.state.pool
     ready = pool.in_flight < pool.capacity
@@ -20,6 +24,11 @@ def readyz(request: Request) -> JSONResponse:
     )
 
 
-@router.get("/metrics", summary="Prometheus metrics")
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
 def metrics(request: Request) -> Response:
     return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
