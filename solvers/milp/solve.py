@@ -1,12 +1,14 @@
-"""MILP entry point: heuristics for a hint and a floor, a restricted move model, CP-SAT or HiGHS, the best plan.
+"""MILP entry point: heuristic floor, proven bound, large-neighbourhood search on the move model, best plan.
 
-Steps (each bounded by the call's time limit):
-1. Units without a node are placed largest-first (their placement is free and the model may still move them).
-2. Flux and largest-load-first run on the instance; the better one is the hint and the floor: the answer is never
-   worse than either (compared on d, then du + dl, exactly in floating point).
-3. A combinatorial lower bound (solvers.milp.bounds) is computed; if the hint already meets it, we are done.
-4. The move model is built on a neighbourhood around the most and least utilized nodes (solvers.milp.model) and
-   solved with the hint; the solver bound counts as a proof only when the neighbourhood is the whole instance.
+Steps, all inside the call's time limit (see docs/milp.md):
+1. Units without a node are placed largest-first (free; the model may still move them).
+2. Starts: the current plan, Flux and largest-load-first, each improved by the budget-aware descent
+   (solvers.milp.local_search). The best is the floor: the answer is never worse than any of them (compared on d,
+   then du + dl, exactly in floating point).
+3. A combinatorial lower bound (solvers.milp.bounds); a plan that meets it is optimal and ends the call.
+4. Rounds of the move model (solvers.milp.model) around the best plan, on CP-SAT or HiGHS, until the time is spent,
+   the gap is within `relative_gap`, or the neighbourhood is the whole problem (then the solver's answer is a proof).
+5. A last descent from the best plan.
 """
 
 from __future__ import annotations
@@ -61,10 +63,9 @@ def solve_milp(
     for name, assignment in list(candidates):
         candidates.append((f"{name} + descent", polish(instance, assignment, polish_until, start)))
     best_name, best = min(candidates, key=lambda c: _key(instance, c[1]))
-    floor_name, floor_key = best_name, _key(instance, best)
     lower = load_distance_lower_bound(instance)
 
-    proven = best_key_meets(floor_key[0], lower)
+    proven = best_key_meets(_key(instance, best)[0], lower)
     if proven:
         notes.append(f"the {best_name} plan meets the lower bound; no solver call needed")
     else:
@@ -126,12 +127,11 @@ def solve_milp(
         )
         if backend == "cp-sat" and iterations:
             notes.append(
-                "CP-SAT works on utilizations scaled to integers (2^30 steps over the model's range); its rounding error is at most "
-                f"{rounding:.2g} points per node (plans are re-evaluated exactly)"
+                "CP-SAT works on utilizations scaled to integers (2^30 steps over the model's range); its rounding "
+                f"error is at most {rounding:.2g} points per node (plans are re-evaluated exactly)"
             )
     notes.extend(bottleneck_notes(instance))
-    if not best_name.startswith("milp") and best_name != "current":
-        notes.append(f"the {floor_name} plan was at least as good as the solver's; returned it")
+    notes.append(f"the plan returned comes from: {best_name}")
     best_d = _key(instance, best)[0]
     changed = bool((best != instance.current).any())
     status: PlanStatus = "optimal" if proven and changed else ("feasible" if changed else "unchanged")
