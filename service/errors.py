@@ -36,6 +36,19 @@ class ProblemError(Exception):
         self.headers = headers or {}
 
 
+# The problem answers every /v1 operation can give, for the OpenAPI document.
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "content": {PROBLEM_JSON: {}}, "description": text}
+    for status, text in (
+        (400, "Body is not parseable JSON"),
+        (401, "Missing or wrong bearer token"),
+        (413, "Body over the size limit"),
+        (422, "Invalid or unsatisfiable snapshot; `errors` names the fields"),
+        (503, "Solver pool saturated; retry after the Retry-After header"),
+    )
+}
+
+
 def invalid_snapshot(errors: Sequence[tuple[Sequence[str | int], str]]) -> ProblemError:
     first = errors[0]
     where = ".".join(str(p) for p in first[0])

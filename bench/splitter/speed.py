@@ -4,16 +4,14 @@ connections, model in and out, through HTTP on a real uvicorn server on 127.0.0.
 from __future__ import annotations
 
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from typing import Any
 
 import httpx
 import numpy as np
 
+from clients.demo import free_port, uvicorn_server
 from solvers.splitter.fox import fox_minimax
 
 
@@ -62,12 +60,6 @@ def fox_benchmark(n: int = 1024, resolution: int = 1000, repeat: int = 50) -> di
     }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def warm_model_requests(n: int, calls: int) -> list[dict[str, Any]]:
     """A realistic request sequence: the endpoint's own answers fed back with drifting counters (one blocking
     connection per interval, as drafting makes it), so the models carry learned points."""
@@ -101,46 +93,22 @@ def warm_model_requests(n: int, calls: int) -> list[dict[str, Any]]:
 
 def http_benchmark(n: int = 64, warm_calls: int = 300, measured: int = 200) -> dict[str, float]:
     requests = warm_model_requests(n, warm_calls + measured)
-    port = free_port()
-    env = dict(os.environ, TRIMTAB_POOL_SIZE="2")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "service.main:app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-    )
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10.0) as client:
-            for _ in range(100):
-                try:
-                    if client.get("/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
-            for body in requests[:warm_calls]:
-                client.post("/v1/splitter/weights", json=body)
-            samples = []
-            solve = []
-            sizes = []
-            for body in requests[warm_calls:]:
-                started = time.perf_counter()
-                response = client.post("/v1/splitter/weights", json=body)
-                samples.append((time.perf_counter() - started) * 1000.0)
-                assert response.status_code == 200, response.text
-                solve.append(response.json()["solve_ms"])
-                sizes.append(len(response.content))
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with (
+        uvicorn_server("127.0.0.1", free_port("127.0.0.1")) as url,
+        httpx.Client(base_url=url, timeout=10.0) as client,
+    ):
+        for body in requests[:warm_calls]:
+            client.post("/v1/splitter/weights", json=body)
+        samples = []
+        solve = []
+        sizes = []
+        for body in requests[warm_calls:]:
+            started = time.perf_counter()
+            response = client.post("/v1/splitter/weights", json=body)
+            samples.append((time.perf_counter() - started) * 1000.0)
+            assert response.status_code == 200, response.text
+            solve.append(response.json()["solve_ms"])
+            sizes.append(len(response.content))
     return {
         "p50_ms": statistics.median(samples),
         "p90_ms": float(np.percentile(samples, 90)),

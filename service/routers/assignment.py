@@ -9,27 +9,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from schemas.assignment import AssignmentRequest, PlanResponse, reference_errors
-from schemas.common import Problem
 from service.adapters import to_instance, to_response
 from service.algorithms import REGISTRY
-from service.errors import PROBLEM_JSON, ProblemError, invalid_snapshot
+from service.errors import PROBLEM_RESPONSES, ProblemError, invalid_snapshot
 from service.settings import Settings
 from solvers.errors import UnsolvableRequest
 from solvers.plan_check import check_plan
 
 router = APIRouter(tags=["assignment"])
 log = logging.getLogger("trimtab")
-
-PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": Problem, "content": {PROBLEM_JSON: {}}, "description": text}
-    for status, text in (
-        (400, "Body is not parseable JSON"),
-        (401, "Missing or wrong bearer token"),
-        (413, "Body over the size limit"),
-        (422, "Invalid or unsatisfiable snapshot; `errors` names the fields"),
-        (503, "Solver pool saturated; retry after the Retry-After header"),
-    )
-}
 
 
 def resolve_time_limit(requested: float | None, settings: Settings) -> float:

@@ -15,8 +15,7 @@ from schemas.splitter import (
     SplitterResponse,
     request_errors,
 )
-from service.errors import invalid_snapshot
-from service.routers.assignment import PROBLEM_RESPONSES
+from service.errors import PROBLEM_RESPONSES, invalid_snapshot
 from solvers.errors import UnsolvableRequest
 from solvers.splitter import SplitterInput, SplitterMemory, update_weights
 from solvers.splitter.model import ConnectionMemory
