@@ -129,7 +129,43 @@ def run_demo(url: str) -> int:
                 f"{plan['after']['avg_load_correlation'] or 0.0:>11.2f}{plan['migrations']:>7}{plan['solve_ms']:>10.1f}  "
                 f"{'yes' if not problems else problems[:2]}"
             )
+        failures += splitter_demo(client)
     return 1 if failures else 0
+
+
+def splitter_demo(client: httpx.Client, calls: int = 12) -> int:
+    """Four connections of an ordered region, one worker 4x slower: the splitter blocks mostly on its connection.
+    Each call sends the cumulative blocking counters and the model from the previous answer (the service keeps no
+    state), and applies the weights it gets back."""
+    speed = {"c0": 0.25, "c1": 1.0, "c2": 1.0, "c3": 1.0}
+    weights = dict.fromkeys(speed, 250)
+    counters = dict.fromkeys(speed, 0.0)
+    model = None
+    print("\nsplitter weights (per mille) for 4 connections, c0's worker 4x slower:")
+    for call in range(calls):
+        # Blocking per second grows once a connection's share exceeds its worker's share of the capacity.
+        capacity = sum(speed.values())
+        for cid, w in weights.items():
+            counters[cid] += max(0.0, w / 1000 - speed[cid] / capacity) * 4.0
+        body = {
+            "connections": [
+                {"id": cid, "weight": weights[cid], "cumulative_blocking_s": round(counters[cid], 6)}
+                for cid in speed
+            ],
+            "observed_at": float(call),
+            "model": model,
+        }
+        response = client.post("/v1/splitter/weights", json=body)
+        if response.status_code != 200:
+            print(f"HTTP {response.status_code}: {response.text[:200]}")
+            return 1
+        answer = response.json()
+        weights, model = answer["weights"], answer["model"]
+        if call % 3 == 2 or call == calls - 1:
+            print(f"  call {call + 1:>2}: " + "  ".join(f"{cid} {w:>3}" for cid, w in weights.items()))
+    ideal = round(1000 * speed["c0"] / sum(speed.values()))
+    print(f"  (capacity-proportional share of c0: {ideal})")
+    return 0
 
 
 def main() -> int:
