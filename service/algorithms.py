@@ -80,7 +80,9 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "selective exchange.",
             "Xing, Zdonik & Hwang (Borealis), Section 3.4",
             ("load series (>= 2 windows)", "budget"),
-            lambda inst, p, t: correlation.solve_global(inst, theta=p.theta, epsilon=p.epsilon),
+            lambda inst, p, t: correlation.solve_global(
+                inst, theta=p.theta, epsilon=p.epsilon, time_limit_s=t
+            ),
             params.CorrelationGlobalParams,
         ),
         AlgorithmSpec(
@@ -90,7 +92,7 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "Xing, Zdonik & Hwang (Borealis), Section 3.3",
             ("load series (>= 2 windows)", "budget"),
             lambda inst, p, t: correlation.solve_pairwise(
-                inst, variant=p.variant, epsilon=p.epsilon, delta=p.delta, theta=p.theta
+                inst, variant=p.variant, epsilon=p.epsilon, delta=p.delta, theta=p.theta, time_limit_s=t
             ),
             params.CorrelationPairwiseParams,
         ),

@@ -396,3 +396,44 @@ def test_new_units_that_fit_nowhere_are_422(client: TestClient, algorithm: str) 
     }
     problem = assert_problem(client.post(PLAN, json=body), 422)
     assert "new" in problem["detail"], problem
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "n_nodes", "units_per_node", "loc"),
+    [
+        ({"name": "clb"}, 2, 2501, ("body", "units")),  # a 5,002 x 5,002 covariance matrix
+        ({"name": "correlation-global"}, 501, 1, ("body", "nodes")),
+        ({"name": "correlation-pairwise"}, 2, 2_501, ("body", "units")),
+    ],
+)
+def test_quadratic_algorithms_refuse_sizes_they_cannot_serve(
+    client: TestClient, algorithm: dict[str, Any], n_nodes: int, units_per_node: int, loc: tuple[str, ...]
+) -> None:
+    """CLB's covariance matrix and the correlation greedy grow with units x units or units x nodes: over their caps
+    the answer is a 422 naming the field, not an exhausted server."""
+    body = make_snapshot(n_nodes=n_nodes, units_per_node=units_per_node, windows=3, algorithm=algorithm)
+    assert_problem(client.post(PLAN, json=body), 422, loc)
+
+
+def test_correlation_improvement_stops_at_the_time_limit() -> None:
+    """The improvement loop is quadratic in the nodes; with a tiny time limit it stops and says so."""
+    import numpy as np
+
+    from solvers.correlation.solve import TIMED_OUT, solve_global
+    from solvers.instance import AssignmentInstance
+
+    rng = np.random.default_rng(0)
+    n_nodes, units = 200, 2000
+    # Independent noise: the average correlation stays far below theta, so the loop would try every pair.
+    instance = AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(n_nodes)),
+        capacity=np.full(n_nodes, 1000.0),
+        draining=np.zeros(n_nodes, dtype=bool),
+        unit_ids=tuple(f"u{k}" for k in range(units)),
+        current=np.repeat(np.arange(n_nodes), units // n_nodes).astype(np.int64),
+        series=rng.uniform(0.5, 1.5, size=(units, 10)),
+        state_size=np.ones(units),
+        pinned=np.zeros(units, dtype=bool),
+    )
+    plan = solve_global(instance, theta=0.99, time_limit_s=0.05)
+    assert TIMED_OUT in plan.notes

@@ -38,7 +38,7 @@ Policy = Callable[[AssignmentInstance], np.ndarray]
 
 
 def glb(selection: str) -> Policy:
-    return lambda inst: global_assignment(inst, selection=selection)  # type: ignore[arg-type]
+    return lambda inst: global_assignment(inst, selection=selection)[0]  # type: ignore[arg-type]
 
 
 def pw(variant: str, selection: str = "correlation") -> Policy:

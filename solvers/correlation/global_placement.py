@@ -18,6 +18,7 @@ trimtab additions (not in the paper, which plans from scratch):
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -46,7 +47,7 @@ def correlation_improvement_global(ctx: PairContext, theta: float) -> int:
     tabu = np.zeros((n, n), dtype=bool)
     accepted = 0
     for _ in range(n * (n - 1) // 2):
-        if corr[upper].mean() > theta:
+        if corr[upper].mean() > theta or ctx.out_of_time():
             break
         open_pairs = upper & ~tabu
         if not open_pairs.any():
@@ -111,16 +112,18 @@ def global_assignment(
     selection: Selection = "correlation",
     improve: bool = True,
     seed: int = 0,
-) -> IntArray:
-    """The global plan (steps 1-3) for every movable unit, ignoring former locations and the budget."""
+    deadline: float = math.inf,
+) -> tuple[IntArray, bool]:
+    """The global plan (steps 1-3) for every movable unit, ignoring former locations and the budget; and whether the
+    improvement step stopped at the deadline."""
     # The paper's global algorithm ignores where units were: no budget while planning (the caller checks it).
     unbudgeted = replace(instance, max_migrations=None, max_migration_cost=None)
     start = np.where(instance.pinned, instance.current, UNPLACED).astype(np.int64)
     state = LoadState(unbudgeted, start)
-    ctx = PairContext(state, selection=selection, seed=seed)
+    ctx = PairContext(state, selection=selection, seed=seed, deadline=deadline)
     # The greedy places units; the cap is the one of the final plan's validation (checked by the caller).
     greedy_assign(ctx, np.flatnonzero(instance.movable), ctx.staying, check_budget=False)
     pairing_round(ctx, "one-way", epsilon)
     if improve and selection == "correlation":
         correlation_improvement_global(ctx, theta)
-    return state.assignment
+    return state.assignment, ctx.timed_out

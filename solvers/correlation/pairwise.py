@@ -26,6 +26,8 @@ checks the migration budget (a step stops when it is spent) and that the receive
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Literal
 
 import numpy as np
@@ -53,15 +55,24 @@ class PairContext:
         selection: Selection = "correlation",
         delta: float = 0.2,
         seed: int = 0,
+        deadline: float = math.inf,
     ) -> None:
         self.state = state
         self.selection = selection
         self.delta = delta
+        # time.perf_counter() instant after which the correlation improvement loops stop (quadratic in the nodes)
+        self.deadline = deadline
+        self.timed_out = False
         self.cap = state.instance.utilization_cap()
         self.rng = np.random.default_rng(seed)
         inst = state.instance
         self.movable = inst.movable
         self.staying = np.flatnonzero(inst.active)
+
+    def out_of_time(self) -> bool:
+        if time.perf_counter() > self.deadline:
+            self.timed_out = True
+        return self.timed_out
 
     def pair_within_cap(self, a: int, b: int) -> bool:
         """Whether neither node of the pair ends above the cap while holding a unit that was elsewhere."""
@@ -133,27 +144,43 @@ def greedy_assign(ctx: PairContext, units: IntArray, receivers: IntArray, check_
     fit under the utilization cap and takes an unfitting one only when none fits (initial placement of an over-full
     cluster: the validator's cap is then the peak after)."""
     st = ctx.state
-    remaining = [int(u) for u in units]
-    while remaining:
+    units = np.asarray(units, dtype=np.int64)
+    alive = np.ones(len(units), dtype=bool)
+    correlation = ctx.selection == "correlation"
+    # rho(o, N_j) of every unit still to place against every receiver, kept incrementally: placing o on r changes
+    # only r's series (and that of o's former node, when o leaves a draining node), so each step recomputes one or
+    # two columns, O(U k), instead of the whole U x n matrix, O(U n k).
+    rho = st.rho(units, receivers) if correlation else None
+    receiver_pos = {int(node): pos for pos, node in enumerate(receivers.tolist())}
+    while alive.any():
         r_pos = int(np.argmin(st.utilization(receivers)))
         r = int(receivers[r_pos])
-        cand = np.array(remaining, dtype=np.int64)
+        rows = np.flatnonzero(alive)
         if check_budget:
-            allowed = st.migrations_allowed(cand, r)
+            allowed = st.migrations_allowed(units[rows], r)
             if not allowed.any():
                 # Nothing left may move to the least loaded node: no further receiver will do better for balance.
                 break
-            cand = cand[allowed]
+            rows = rows[allowed]
+        cand = units[rows]
         fitting = 100.0 * (st.node_load[r] + st.load[cand]) / st.capacity[r] <= ctx.cap * (1 + 1e-12)
         if fitting.any():
-            cand = cand[fitting]
+            rows, cand = rows[fitting], cand[fitting]
         scores = None
-        if ctx.selection == "correlation":
-            rho = st.rho(cand, receivers)
-            scores = rho.mean(axis=1) - rho[:, r_pos]
-        unit = int(cand[ctx.pick(st.load[cand], scores)])
+        if rho is not None:
+            scores = rho[rows].mean(axis=1) - rho[rows, r_pos]
+        chosen = int(rows[ctx.pick(st.load[cand], scores)])
+        unit = int(units[chosen])
+        former = int(st.assignment[unit])
         st.move(unit, r)
-        remaining.remove(unit)
+        alive[chosen] = False
+        if rho is not None and alive.any():
+            changed = np.array(
+                [r_pos] + ([receiver_pos[former]] if former in receiver_pos and former != r else []),
+                dtype=np.int64,
+            )
+            left = np.flatnonzero(alive)
+            rho[np.ix_(left, changed)] = st.rho(units[left], receivers[changed])
 
 
 def split_pair(ctx: PairContext, a: int, b: int, units: IntArray) -> IntArray:
@@ -309,7 +336,7 @@ def correlation_improvement(ctx: PairContext, two_way_variant: str, theta: float
     divergent = (st.node_load[nodes] + st.node_std(nodes)) / st.capacity[nodes]
     changed = 0
     for pos in np.argsort(-divergent, kind="stable").tolist():
-        if divergent[pos] <= 1.0:
+        if divergent[pos] <= 1.0 or ctx.out_of_time():
             break
         node = int(nodes[pos])
         corr = st.node_correlations(nodes)[pos]
@@ -352,13 +379,15 @@ def pairwise_assignment(
     theta: float = 0.8,
     selection: Selection = "correlation",
     seed: int = 0,
-) -> tuple[IntArray, LoadState]:
-    """One load distribution period of the pair-wise algorithm `variant`; returns the new assignment and state."""
+    deadline: float = math.inf,
+) -> tuple[IntArray, LoadState, PairContext]:
+    """One load distribution period of the pair-wise algorithm `variant`; returns the new assignment, the state and
+    the context (whose `timed_out` says whether the improvement step stopped at the deadline)."""
     state = LoadState(instance, instance.current)
-    ctx = PairContext(state, selection=selection, delta=delta, seed=seed)
+    ctx = PairContext(state, selection=selection, delta=delta, seed=seed, deadline=deadline)
     place_and_drain(ctx)
     base = TWO_WAY_OF_IMPROVED.get(variant, variant)
     pairing_round(ctx, base, epsilon)
     if variant in TWO_WAY_OF_IMPROVED:
         correlation_improvement(ctx, base, theta)
-    return state.assignment, state
+    return state.assignment, state, ctx

@@ -37,6 +37,9 @@ from solvers.metrics import node_series
 from solvers.stateful.settle import keep_pinned, revert_over_budget, revert_over_cap
 
 MIN_WINDOWS = 2
+# CLB holds the substreams' covariance matrix (units x units, float64): 5,000 substreams take 200 MB. Beyond that a
+# request is refused with a clear answer rather than exhausting the service's memory.
+MAX_SUBSTREAMS = 5_000
 
 
 def covariance_matrix(series: FloatArray) -> FloatArray:
@@ -118,6 +121,11 @@ def summed_imbalance(instance: AssignmentInstance, assignment: IntArray, windows
 
 
 def clb(instance: AssignmentInstance, threshold: float = 0.0, m: int | None = None) -> Plan:
+    if instance.n_units > MAX_SUBSTREAMS:
+        raise UnsolvableRequest(
+            ("body", "units"),
+            f"CLB keeps a substreams x substreams covariance matrix: at most {MAX_SUBSTREAMS} units per request",
+        )
     windows = instance.series.shape[1] if m is None else m
     if instance.series.shape[1] < max(windows, MIN_WINDOWS):
         need = max(windows, MIN_WINDOWS)
