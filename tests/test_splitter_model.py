@@ -137,7 +137,7 @@ def test_features_and_distance_follow_the_paper() -> None:
     grid = np.arange(1001, dtype=np.float64)
     knee_500 = np.where(grid >= 500, (grid - 499) * 1e-3, 0.0)
     features = function_features(np.vstack([knee_500, np.zeros(1001)]))
-    assert features[0, 0] == np.log(500)  # knee: first weight with blocking
+    assert features[0, 0] == np.log(500)  # knee: first weight with blocking (F above zero)
     assert features[1].tolist() == [
         np.log(1000),
         np.log(1e-6),
@@ -154,7 +154,8 @@ def test_clustering_never_mixes_well_separated_classes() -> None:
             k = knee * rng.uniform(0.9, 1.1)
             functions.append(np.where(grid >= k, (grid - k + 1) * 1e-3 * rng.uniform(0.9, 1.1), 0.0))
             classes.append(cls)
-    labels = cluster_connections(np.vstack(functions))
+    stacked = np.vstack(functions)
+    labels = cluster_connections(stacked, stacked.max(axis=1))
     for label in np.unique(labels):
         assert len({classes[j] for j in np.flatnonzero(labels == label)}) == 1
     assert len(np.unique(labels)) <= 6
@@ -177,6 +178,18 @@ def test_clustered_solve_shares_cluster_weight_evenly() -> None:
 def test_connections_that_never_blocked_are_not_pooled_on_absence_of_evidence() -> None:
     grid = np.arange(1001, dtype=np.float64)
     functions = np.vstack([np.zeros(1001), np.zeros(1001), grid * 1e-3, grid * 1.1e-3])
-    labels = cluster_connections(functions)
+    labels = cluster_connections(functions, functions.max(axis=1))
     assert labels[0] != labels[1]
     assert labels[2] == labels[3]
+    # One point of 1e-8 s/s at weight 1, extrapolated to 1e-5 at R: no evidence, so no pooling either.
+    faint = np.vstack([grid * 1e-8, grid * 1.05e-8])
+    assert len(set(cluster_connections(faint, np.array([1e-8, 1.05e-8])).tolist())) == 2
+
+
+def test_knee_survives_the_exploration_decay() -> None:
+    # A connection that blocks from weight 2 and has rested at weight 0 for 150 calls (every point shrunk by 0.9 a
+    # call, far below delta) keeps its knee; with a delta threshold it drifted right and met the 5x class's knee.
+    grid = np.arange(1001, dtype=np.float64)
+    blocks_from_2 = np.where(grid >= 2, 0.5, 0.0)
+    features = function_features(np.vstack([blocks_from_2, blocks_from_2 * 0.9**150]))
+    assert features[0, 0] == features[1, 0] == np.log(2)

@@ -7,9 +7,15 @@ knee F(w_s) and the blocking at full load F(R). The paper's distance
     alpha = log R / |log(R delta)|,
 
 is the Chebyshev distance between the feature vectors (log w_s, alpha log F(w_s), alpha log F(R)), so scipy's pdist
-computes it without a Python loop. delta is the blocking floor: the paper introduces a small value when forcing
-monotonicity; we use it as the rate below which a connection counts as not blocking, and clamp rates to it so that
-the logarithms stay finite (a function that never blocks has knee R and F = delta).
+computes it without a Python loop. The knee is the first weight where F is above zero (the paper: "for i < w_s,
+F_j(i) is 0"). delta is the blocking floor: the paper introduces a small value when forcing monotonicity; we clamp
+rates to it so that the logarithms stay finite (a function that never blocks has knee R and F = delta).
+
+Why the knee is not "the first weight above delta" (what we had first): the exploration decay (Section 5.4) shrinks
+every point above a connection's current weight by 10% per call and never to zero. A 100x connection resting at
+weight 0 keeps its knee at 1-2 under the paper's definition, but with a delta threshold its points sank below delta
+one after another and its knee drifted right, to 13 and beyond after ~100 s, until it matched a 5x connection's
+(measured in the Fig. 12 reproduction: that drift made the late mixed clusters).
 """
 
 from __future__ import annotations
@@ -32,23 +38,29 @@ def function_features(values: FloatArray, delta: float = BLOCKING_FLOOR) -> Floa
     """(N, 3) features of the functions values[j, 0..R]: log knee, alpha log F(knee), alpha log F(R)."""
     resolution = values.shape[1] - 1
     alpha = math.log(resolution) / abs(math.log(resolution * delta))
-    blocking = values[:, 1:] > delta
+    blocking = values[:, 1:] > 0.0
     knee = np.where(blocking.any(axis=1), blocking.argmax(axis=1) + 1, resolution)
     at_knee = np.maximum(values[np.arange(len(values)), knee], delta)
     at_full = np.maximum(values[:, -1], delta)
     return np.column_stack((np.log(knee), alpha * np.log(at_knee), alpha * np.log(at_full)))
 
 
-def cluster_connections(values: FloatArray, threshold: float = CLUSTER_DISTANCE) -> IntArray:
+def cluster_connections(
+    values: FloatArray, max_point_rate: FloatArray, threshold: float = CLUSTER_DISTANCE
+) -> IntArray:
     """Cluster label (0-based, in order of first appearance) of each connection, by agglomerative clustering.
 
-    Deviation: a function that never exceeds delta (the connection has not blocked at any weight it was tried at)
-    stays a cluster of its own. The paper's distance puts all such functions at distance 0 (knee R, F = delta), so
-    they would pool on the mere absence of evidence and mix load classes (seen in the Fig. 12 reproduction);
-    pooling them adds no data either, since all their points say "no blocking".
+    `max_point_rate[j]`: the largest (smoothed, decayed) blocking rate among connection j's raw data points.
+
+    Deviation: a connection none of whose data points exceeds delta (it has not blocked measurably at any weight it
+    was tried at, or its blocking has decayed away) stays a cluster of its own. The paper's distance puts all such
+    functions at distance ~0 (every feature clamped to delta), so they would pool on the mere absence of evidence and
+    mix load classes (seen in the Fig. 12 reproduction); pooling them adds no data either. The test is on the
+    points, not on F(R): the linear extrapolation multiplies a single point at weight 1 by up to R, which made
+    1e-8 s/s of measured blocking look like evidence.
     """
     n = len(values)
-    blocking = values[:, -1] > BLOCKING_FLOOR
+    blocking = np.asarray(max_point_rate) > BLOCKING_FLOOR
     labels = np.arange(n, dtype=np.int64) + n  # singletons unless clustered below
     members = np.flatnonzero(blocking)
     if len(members) >= 2:

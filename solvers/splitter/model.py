@@ -217,7 +217,11 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     use_clusters = request.clustering == "on" or (
         request.clustering == "auto" and n_connections >= AUTO_CLUSTERING_FROM
     )
-    labels = cluster_connections(values) if use_clusters else np.arange(n_connections)
+    if use_clusters:
+        max_point_rate = np.asarray([c.rate.max() if len(c.rate) else 0.0 for c in connections])
+        labels = cluster_connections(values, max_point_rate)
+    else:
+        labels = np.arange(n_connections)
     n_clusters = int(labels.max()) + 1
     if n_clusters == n_connections:
         new_weights, predicted = fox_minimax(values, lower, upper, resolution, prefer=weights)
