@@ -87,10 +87,24 @@ def solve_pairwise(
 ) -> Plan:
     notes = series_notes(instance)
     deadline = time.perf_counter() + time_limit_s
+    return _run_pairwise(instance, variant, epsilon, delta, theta, selection, seed, deadline, notes)
+
+
+def _run_pairwise(
+    instance: AssignmentInstance,
+    variant: PairwiseVariant,
+    epsilon: float,
+    delta: float,
+    theta: float,
+    selection: Selection,
+    seed: int,
+    deadline: float,
+    notes: list[str],
+) -> Plan:
     assignment, _, ctx = pairwise_assignment(
         instance, variant, epsilon, delta, theta, selection, seed, deadline
     )
-    if ctx.timed_out:
+    if ctx.timed_out and TIMED_OUT not in notes:
         notes.append(TIMED_OUT)
     return _plan(instance, assignment, notes)
 
@@ -122,9 +136,6 @@ def solve_global(
     notes.append(
         f"{reason}: fell back to the improved selective exchange pair-wise algorithm (Section 3.3.4)"
     )
-    assignment, _, ctx = pairwise_assignment(
-        instance, "improved-selective-exchange", epsilon, 0.2, theta, selection, seed, deadline
+    return _run_pairwise(
+        instance, "improved-selective-exchange", epsilon, 0.2, theta, selection, seed, deadline, notes
     )
-    if ctx.timed_out and TIMED_OUT not in notes:
-        notes.append(TIMED_OUT)
-    return _plan(instance, assignment, notes)
