@@ -6,7 +6,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # Hard caps that hold whatever the settings say: they bound memory per request before any solver runs.
 MAX_ID_LENGTH = 200
-MAX_NOTES = 1000
 
 
 class StrictModel(BaseModel):

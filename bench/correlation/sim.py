@@ -80,6 +80,15 @@ def _scale_to_level(
     return shape * (level * n_nodes * duration / busy)
 
 
+def chain_fanout(rng: np.random.Generator, n_chains: int, chain_len: int) -> np.ndarray:
+    """Work per input tuple at each operator of each chain: the product of the selectivities U(0.8, 1.2) before it
+    (Table 2); the first operator sees every input tuple."""
+    return np.cumprod(
+        np.concatenate([np.ones((n_chains, 1)), rng.uniform(0.8, 1.2, (n_chains, chain_len - 1))], axis=1),
+        axis=1,
+    )
+
+
 def periodic_workload(
     rng: np.random.Generator,
     level: float,
@@ -93,10 +102,7 @@ def periodic_workload(
     """5.1.2, first workload: rates alternate high/low (ratio 4, period 10 s) with a random phase per chain."""
     steps = round(duration_s / DT)
     t = np.arange(steps) * DT
-    fanout = np.cumprod(
-        np.concatenate([np.ones((n_chains, 1)), rng.uniform(0.8, 1.2, (n_chains, chain_len - 1))], axis=1),
-        axis=1,
-    )
+    fanout = chain_fanout(rng, n_chains, chain_len)
     offset = rng.uniform(0.0, period_s, n_chains)
     base = rng.uniform(0.8, 1.2, n_chains)
     high = ((t[None, :] + offset[:, None]) % period_s) < period_s / 2
@@ -118,10 +124,7 @@ def onoff_workload(
     Half the streams are independent; each other one is the opposite of an independent stream or a copy of it
     whose first active period starts at another time."""
     steps = round(duration_s / DT)
-    fanout = np.cumprod(
-        np.concatenate([np.ones((n_chains, 1)), rng.uniform(0.8, 1.2, (n_chains, chain_len - 1))], axis=1),
-        axis=1,
-    )
+    fanout = chain_fanout(rng, n_chains, chain_len)
 
     def on_off(horizon: int) -> np.ndarray:
         out = np.zeros(horizon, dtype=bool)

@@ -52,7 +52,6 @@ class MoveModel:
 
     instance: AssignmentInstance
     nodes: IntArray  # neighbourhood nodes (their utilization is variable)
-    candidates: IntArray  # unit indices that may move
     move_unit: IntArray  # (M,) unit index of each move variable
     move_to: IntArray  # (M,) destination node of each move variable
     reference: IntArray  # (U,) node of each unit in the reference plan
@@ -132,7 +131,6 @@ def build_move_model(
     return MoveModel(
         instance=instance,
         nodes=nodes,
-        candidates=candidates,
         move_unit=move_unit,
         move_to=move_to,
         reference=reference,
