@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DEMO_PORT ?= 0
 
-.PHONY: run serve test lint bench openapi clean
+.PHONY: run serve test lint bench openapi clean client e2e
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,21 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The OpenAPI client generator lives in its own venv: openapi-python-client 0.29 needs typer < 0.28, the project
+# has a newer typer. Exact pins, so the generated code is the same on every machine (a test regenerates and diffs).
+OPENAPI_VENV := .venv-openapi
+OPENAPI_TOOL := $(OPENAPI_VENV)/bin/openapi-python-client
+OPENAPI_PINS := openapi-python-client==0.29.1 typer==0.27.3 ruff==0.17.6
+
+$(OPENAPI_TOOL):
+	test -x $(OPENAPI_VENV)/bin/python || $(PYTHON) -m venv $(OPENAPI_VENV)
+	$(OPENAPI_VENV)/bin/python -m pip install --quiet $(OPENAPI_PINS)
+
+## client: regenerate clients/python/ (trimtab_client) from schemas/openapi.json
+client: $(OPENAPI_TOOL)
+	PATH="$(CURDIR)/$(OPENAPI_VENV)/bin:$$PATH" $(OPENAPI_TOOL) generate --path schemas/openapi.json \
+		--output-path clients/python --meta uv --overwrite
 
 ## run: start the service on 127.0.0.1 and run the demo client against it end to end
 run: $(STAMP)
@@ -31,7 +46,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 ## test: lint, type-check, and every test
-test: lint
+test: lint $(OPENAPI_TOOL)
 	$(BIN)/python -m schemas.export --check
 	$(BIN)/python -m pytest
 
@@ -44,4 +59,4 @@ openapi: $(STAMP)
 	$(BIN)/python -m schemas.export
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks
+	rm -rf $(VENV) $(OPENAPI_VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks

@@ -1,6 +1,7 @@
 """Service settings, from the environment (prefix TRIMTAB_) or a .env file."""
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,6 +25,12 @@ class Settings(BaseSettings):
     max_units: int = Field(default=250_000, ge=1)
     max_nodes: int = Field(default=10_000, ge=1)
     retry_after_s: int = Field(default=1, ge=1)
+    workers: int = Field(
+        default=1, ge=1, le=64, description="uvicorn worker processes (`trimtab serve`, the docker image)."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Level of the JSON logs on stderr."
+    )
     validate_plans: bool = Field(
         default=True, description="Run the independent plan validator on every plan."
     )

@@ -1,10 +1,20 @@
 """Prometheus metrics of one app instance (own registry, so several apps in one process do not clash)."""
 
+from __future__ import annotations
+
 import resource
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+
+# Wall-time buckets shared by request latency and solve time: 1 ms (splitter calls) to a minute (the time limit cap).
+SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
+# Request bodies from a tiny splitter call to the 64 MiB default body limit, in powers of 4.
+BYTES_BUCKETS = tuple(float(256 * 4**k) for k in range(10))  # 256 B .. 64 MiB
+# Load distance is in percentage points of utilization (0 = perfectly balanced).
+LOAD_DISTANCE_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100)
 
 
 def peak_rss_bytes() -> float:
@@ -37,18 +47,77 @@ class Metrics:
             "trimtab_solve_seconds",
             "Wall time of solver calls",
             ["endpoint", "algorithm"],
-            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+            buckets=SECONDS_BUCKETS,
             registry=self.registry,
         )
+        self.request_seconds = Histogram(
+            "trimtab_request_seconds",
+            "Wall time of HTTP requests from the first byte in to the last byte out, by route and status",
+            ["endpoint", "method", "status"],
+            buckets=SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self.request_bytes = Histogram(
+            "trimtab_request_bytes",
+            "Size of request bodies (as read, or as declared by Content-Length when refused unread)",
+            ["endpoint"],
+            buckets=BYTES_BUCKETS,
+            registry=self.registry,
+        )
+        self.plan_load_distance = Histogram(
+            "trimtab_plan_load_distance",
+            "Load distance (percentage points) of the cluster before and after each plan, by algorithm",
+            ["algorithm", "phase"],
+            buckets=LOAD_DISTANCE_BUCKETS,
+            registry=self.registry,
+        )
+        self.plan_migrations = Histogram(
+            "trimtab_plan_migrations",
+            "Units moved by each plan, by algorithm",
+            ["algorithm"],
+            buckets=(0, 1, 5, 10, 50, 100, 500, 1000, 5000, 10000),
+            registry=self.registry,
+        )
+        self.pool_in_flight = Gauge(
+            "trimtab_pool_in_flight",
+            "Solver calls running or waiting in the pool (503 once it reaches trimtab_pool_capacity)",
+            registry=self.registry,
+        )
+        self.pool_capacity = Gauge(
+            "trimtab_pool_capacity", "Solver pool slots plus queue places", registry=self.registry
+        )
+
+    def watch_pool(self, in_flight: Callable[[], float], capacity: float) -> None:
+        """Read the pool's occupancy at scrape time (saturation = in_flight / capacity)."""
+        self.pool_in_flight.set_function(in_flight)
+        self.pool_capacity.set(capacity)
+
+    def record_plan(self, endpoint: str, algorithm: str, plan: Any) -> None:
+        """Count an answered plan; for assignment plans (they carry before/after statistics) also its quality."""
+        self.plans.labels(endpoint, algorithm, getattr(plan, "status", "optimal")).inc()
+        before, after = getattr(plan, "before", None), getattr(plan, "after", None)
+        if before is not None and after is not None:
+            self.plan_load_distance.labels(algorithm, "before").observe(before.load_distance)
+            self.plan_load_distance.labels(algorithm, "after").observe(after.load_distance)
+            self.plan_migrations.labels(algorithm).observe(plan.migrations)
+
+
+def app_metrics(scope: Any) -> Metrics | None:
+    metrics = getattr(getattr(scope.get("app"), "state", None), "metrics", None)
+    return metrics if isinstance(metrics, Metrics) else None
+
+
+def endpoint_label(scope: Any) -> str:
+    """The route path of a request when it names a route of the app, else "other" (so random paths cannot blow up
+    the label sets)."""
+    app = scope.get("app")
+    path = scope.get("path", "")
+    known = any(getattr(route, "path", None) == path for route in getattr(app, "routes", ()))
+    return path if known else "other"
 
 
 def count_rejection(scope: Any, status: int) -> None:
-    """Count a problem answer in the app's `trimtab_rejected_requests`. The endpoint label is the request path when it
-    names a route of the app, else "other" (so random paths cannot blow up the label set)."""
-    app = scope.get("app")
-    metrics = getattr(getattr(app, "state", None), "metrics", None)
-    if not isinstance(metrics, Metrics):
-        return
-    path = scope.get("path", "")
-    known = any(getattr(route, "path", None) == path for route in app.routes)
-    metrics.rejected.labels(path if known else "other", str(status)).inc()
+    """Count a problem answer in the app's `trimtab_rejected_requests` (a full solver pool shows as status 503)."""
+    metrics = app_metrics(scope)
+    if metrics is not None:
+        metrics.rejected.labels(endpoint_label(scope), str(status)).inc()

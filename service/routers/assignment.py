@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from fastapi import APIRouter, Request
 
 from schemas.assignment import AssignmentRequest, PlanResponse, reference_errors
+from schemas.catalog import AlgorithmCatalog, AlgorithmInfo
 from service.adapters import to_instance, to_response
 from service.algorithms import REGISTRY
 from service.errors import PROBLEM_RESPONSES, ProblemError, invalid_snapshot
@@ -67,21 +67,21 @@ async def plan_assignment(body: AssignmentRequest, request: Request) -> PlanResp
         return response
 
     response = await request.app.state.pool.run(work)
-    metrics.plans.labels("assignment", spec.name, response.status).inc()
+    metrics.record_plan("assignment", spec.name, response)
     return response
 
 
-@router.get("/v1/algorithms", summary="What each algorithm does and needs")
-def list_algorithms() -> dict[str, list[dict[str, Any]]]:
-    return {
-        "algorithms": [
-            {
-                "name": spec.name,
-                "summary": spec.summary,
-                "paper": spec.paper,
-                "needs": list(spec.needs),
-                "parameters": spec.params.model_json_schema(),
-            }
+@router.get("/v1/algorithms", response_model=AlgorithmCatalog, summary="What each algorithm does and needs")
+def list_algorithms() -> AlgorithmCatalog:
+    return AlgorithmCatalog(
+        algorithms=[
+            AlgorithmInfo(
+                name=spec.name,
+                summary=spec.summary,
+                paper=spec.paper,
+                needs=list(spec.needs),
+                parameters=spec.params.model_json_schema(),
+            )
             for spec in REGISTRY.values()
         ]
-    }
+    )

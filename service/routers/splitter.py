@@ -107,5 +107,5 @@ async def splitter_weights(body: SplitterRequest, request: Request) -> Response:
         return Response(answer.model_dump_json(), media_type="application/json")
 
     response = await request.app.state.pool.run(work)
-    metrics.plans.labels("splitter", ALGORITHM, "optimal").inc()
+    metrics.record_plan("splitter", ALGORITHM, None)
     return response

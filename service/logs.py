@@ -1,0 +1,172 @@
+"""Structured JSON logs, one request id per request, and the per-request metrics (latency, body size).
+
+Every log line is one JSON object on stderr (`ts`, `level`, `logger`, `msg`, `request_id` when inside a request,
+plus the `extra` fields a call passes), so log shippers need no parsing rules. The request id is the caller's
+`X-Request-ID` when it is a sane token (so an engine can follow its own ids through), else a fresh one; it is echoed
+in the `X-Request-ID` response header of every answer, errors included, and stamped on every log line written while
+the request runs. Stack traces go to the log, never into a response.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.telemetry import app_metrics, endpoint_label
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID_BYTES = REQUEST_ID_HEADER.lower().encode()
+# A caller's id is kept only when it cannot smuggle anything into logs or headers.
+_SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_ACCESS_LOGGER = "trimtab.access"
+
+request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "trimtab_request_id", default=None
+)
+log = logging.getLogger("trimtab")
+access_log = logging.getLogger(_ACCESS_LOGGER)
+
+# Attributes every LogRecord has; anything else on a record came from `extra=` and is written as a field.
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        request_id = getattr(record, "request_id", None) or request_id_var.get()
+        if request_id:
+            entry["request_id"] = request_id
+        for key, value in vars(record).items():
+            if key not in _RECORD_FIELDS and key not in entry:
+                entry[key] = value
+        if record.exc_info:
+            entry["exc_type"] = record.exc_info[0].__name__ if record.exc_info[0] else None
+            entry["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure_json_logging(level: str = "INFO") -> None:
+    """One JSON handler on stderr for the `trimtab` loggers (idempotent: apps made again in tests add no second
+    handler). uvicorn's own loggers are configured by `json_log_config` when served through `trimtab serve`."""
+    logger = logging.getLogger("trimtab")
+    if not any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter())
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(level.upper())
+
+
+def json_log_config(level: str = "INFO") -> dict[str, Any]:
+    """A `logging.config.dictConfig` for uvicorn (`log_config=`): its startup and error lines as JSON too."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+        "loggers": {
+            name: {"handlers": ["stderr"], "level": level.upper(), "propagate": False}
+            for name in ("uvicorn", "uvicorn.error", "trimtab")
+        },
+    }
+
+
+def _request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == _REQUEST_ID_BYTES:
+            supplied = value.decode("latin-1")
+            if _SANE_REQUEST_ID.match(supplied):
+                return supplied
+    return uuid.uuid4().hex
+
+
+def _declared_length(scope: Scope) -> int:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length" and value.isdigit():
+            return int(value)
+    return 0
+
+
+class RequestContextMiddleware:
+    """The outermost of the app's own middleware: gives each HTTP request its id, echoes it, observes latency per
+    route and status and the body size, and writes one JSON access line."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = _request_id(scope)
+        token = request_id_var.set(request_id)
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = time.perf_counter()
+        status = 500
+        response_started = False
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+            return message
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                status, response_started = message["status"], True
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != _REQUEST_ID_BYTES]
+                message = {**message, "headers": [*headers, (_REQUEST_ID_BYTES, request_id.encode())]}
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, send_with_id)
+        except Exception as exc:
+            # Starlette would answer through the app's Exception handler from its outermost middleware, past this
+            # one, so the answer would lack the request id: answer here through that same handler instead.
+            handler = getattr(scope.get("app"), "exception_handlers", {}).get(Exception)
+            if response_started or handler is None:
+                log.exception("unhandled error on %s", scope.get("path", ""))
+                raise  # half sent (all the server can do is close the connection), or nobody to answer
+            response = await handler(Request(scope), exc)
+            await response(scope, receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            endpoint = endpoint_label(scope)
+            size = max(received, _declared_length(scope))
+            metrics = app_metrics(scope)
+            if metrics is not None:
+                metrics.request_seconds.labels(endpoint, scope.get("method", ""), str(status)).observe(
+                    elapsed
+                )
+                metrics.request_bytes.labels(endpoint).observe(size)
+            access_log.info(
+                "%s %s %d",
+                scope.get("method", ""),
+                scope.get("path", ""),
+                status,
+                extra={
+                    "method": scope.get("method", ""),
+                    "path": scope.get("path", ""),
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000.0, 3),
+                    "request_bytes": size,
+                },
+            )
+            request_id_var.reset(token)
