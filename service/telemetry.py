@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from starlette.routing import Match
 
 # Wall-time buckets shared by request latency and solve time: 1 ms (splitter calls) to a minute (the time limit cap).
 SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
@@ -108,12 +109,19 @@ def app_metrics(scope: Any) -> Metrics | None:
 
 
 def endpoint_label(scope: Any) -> str:
-    """The route path of a request when it names a route of the app, else "other" (so random paths cannot blow up
-    the label sets)."""
-    app = scope.get("app")
-    path = scope.get("path", "")
-    known = any(getattr(route, "path", None) == path for route in getattr(app, "routes", ()))
-    return path if known else "other"
+    """The route template of a request (`/v1/assignment/plan`), else "other", so random paths cannot blow up the
+    label sets. After routing the scope names its route; before it (a 413 or 401 from a middleware) the routes are
+    matched here, and a matching path is taken as is (no route of the app has path parameters)."""
+    route = scope.get("route")
+    template = getattr(route, "path", None)
+    if isinstance(template, str):
+        return template
+    router = getattr(scope.get("app"), "router", None)
+    for candidate in getattr(router, "routes", ()):
+        match, _ = candidate.matches(scope)
+        if match != Match.NONE:
+            return str(scope.get("path", "other"))
+    return "other"
 
 
 def count_rejection(scope: Any, status: int) -> None:

@@ -1,0 +1,203 @@
+"""Metrics and logs: request ids on every answer, JSON log lines, latency/size/plan-quality/pool metrics, and no
+stack trace in any response."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from service.logs import REQUEST_ID_HEADER, JsonFormatter
+from service.main import create_app
+from service.settings import Settings
+from tests.conftest import PLAN, assert_problem, make_snapshot
+
+
+def samples(client: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = client.get("/metrics").text
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    return found.get((name, frozenset(labels.items())), 0.0)
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(JsonFormatter())
+        self.lines: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(self.format(record)))
+
+
+@pytest.fixture
+def logs() -> Iterator[Collect]:
+    handler = Collect()
+    logger = logging.getLogger("trimtab")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+@pytest.fixture
+def fresh() -> Iterator[TestClient]:
+    """An app of its own, so counters start at zero."""
+    with TestClient(
+        create_app(Settings(max_body_bytes=4096, auth_token="tok")), raise_server_exceptions=False
+    ) as c:
+        c.headers["Authorization"] = "Bearer tok"
+        yield c
+
+
+def test_request_id_is_echoed_or_made_on_every_answer(fresh: TestClient) -> None:
+    assert (
+        fresh.get("/healthz", headers={REQUEST_ID_HEADER: "engine-42.a"}).headers[REQUEST_ID_HEADER]
+        == "engine-42.a"
+    )
+    made = {fresh.get("/healthz").headers[REQUEST_ID_HEADER] for _ in range(3)}
+    assert len(made) == 3 and all(len(m) == 32 for m in made)
+    for unsafe in ("a b", "x" * 129, "id;drop", ""):
+        replaced = fresh.get("/healthz", headers={REQUEST_ID_HEADER: unsafe}).headers[REQUEST_ID_HEADER]
+        assert re.fullmatch(r"[0-9a-f]{32}", replaced), (unsafe, replaced)
+    # problem answers from every layer carry it too: 422 (handler), 413 (middleware), 401 (auth), 404 (routing)
+    bad = make_snapshot(n_nodes=2)
+    bad["units"][0]["node"] = "n9"
+    assert_problem(fresh.post(PLAN, json=bad), 422, ("body", "units", 0, "node"))
+    answers = [
+        fresh.post(PLAN, json=bad),
+        fresh.post(PLAN, content=b"x" * 5000, headers={"content-type": "application/json"}),
+        fresh.post(PLAN, json=bad, headers={"Authorization": "Bearer wrong"}),
+        fresh.get("/nowhere"),
+    ]
+    assert [a.status_code for a in answers] == [422, 413, 401, 404]
+    assert all(a.headers.get(REQUEST_ID_HEADER) for a in answers)
+
+
+def test_access_lines_are_json_with_the_request_id(fresh: TestClient, logs: Collect) -> None:
+    fresh.post(
+        PLAN,
+        json=make_snapshot(n_nodes=2, algorithm={"name": "round-robin"}),
+        headers={REQUEST_ID_HEADER: "r-1"},
+    )
+    access = [line for line in logs.lines if line["logger"] == "trimtab.access"]
+    assert len(access) == 1, logs.lines
+    line = access[0]
+    assert line["request_id"] == "r-1" and line["method"] == "POST" and line["path"] == PLAN
+    assert line["status"] == 200 and line["duration_ms"] > 0 and line["request_bytes"] > 100
+    assert line["level"] == "info" and line["ts"].endswith("Z")
+
+
+def test_unhandled_error_is_a_bare_500_problem_and_the_traceback_only_in_the_log(logs: Collect) -> None:
+    app = create_app(Settings())
+
+    @app.get("/boom", tags=["test"])
+    def boom() -> None:
+        raise RuntimeError("secret internals at /srv/app.py line 7")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.get("/boom", headers={REQUEST_ID_HEADER: "boom-1"})
+    problem = assert_problem(answer, 500)
+    assert answer.headers[REQUEST_ID_HEADER] == "boom-1"
+    assert (
+        "secret" not in answer.text and "Traceback" not in answer.text and "RuntimeError" not in answer.text
+    )
+    errors = [line for line in logs.lines if line["level"] == "error"]
+    assert errors and errors[0]["request_id"] == "boom-1" and "secret internals" in errors[0]["traceback"]
+    assert problem["title"] == "Internal error"
+    assert (
+        value(samples(client), "trimtab_request_seconds_count", endpoint="/boom", method="GET", status="500")
+        == 1
+    )
+
+
+def test_latency_size_solve_time_and_plan_quality_metrics(fresh: TestClient) -> None:
+    body = make_snapshot(n_nodes=4, budget={"max_migrations": 4}, algorithm={"name": "flux"})
+    raw = json.dumps(body).encode()
+    plans = [
+        fresh.post(PLAN, content=raw, headers={"content-type": "application/json"}).json() for _ in range(2)
+    ]
+    fresh.post(PLAN, content=b"x" * 5000, headers={"content-type": "application/json"})
+    found = samples(fresh)
+    ok = {"endpoint": PLAN, "method": "POST"}
+    assert value(found, "trimtab_request_seconds_count", **ok, status="200") == 2
+    assert value(found, "trimtab_request_seconds_count", **ok, status="413") == 1
+    assert value(found, "trimtab_request_seconds_sum", **ok, status="200") > 0
+    assert value(found, "trimtab_request_bytes_count", endpoint=PLAN) == 3
+    assert value(found, "trimtab_request_bytes_sum", endpoint=PLAN) == pytest.approx(2 * len(raw) + 5000)
+    assert (
+        value(
+            found, "trimtab_plans_total", endpoint="assignment", algorithm="flux", status=plans[0]["status"]
+        )
+        == 2
+    )
+    assert value(found, "trimtab_solve_seconds_count", endpoint="assignment", algorithm="flux") == 2
+    for phase in ("before", "after"):
+        total = sum(p[phase]["load_distance"] for p in plans)
+        assert value(found, "trimtab_plan_load_distance_count", algorithm="flux", phase=phase) == 2
+        assert value(found, "trimtab_plan_load_distance_sum", algorithm="flux", phase=phase) == pytest.approx(
+            total
+        )
+    assert value(found, "trimtab_plan_migrations_sum", algorithm="flux") == sum(
+        p["migrations"] for p in plans
+    )
+    assert value(found, "trimtab_rejected_requests_total", endpoint=PLAN, status="413") == 1
+
+
+def test_unknown_paths_share_one_label(fresh: TestClient) -> None:
+    for i in range(5):
+        fresh.get(f"/random-{i}")
+    found = samples(fresh)
+    assert value(found, "trimtab_request_seconds_count", endpoint="other", method="GET", status="404") == 5
+    assert not [key for key in found if ("endpoint", "/random-0") in key[1]]
+
+
+def test_pool_saturation_gauge_and_503_counter() -> None:
+    """One slot, no queue: while a solver call holds the slot, the gauge reads full and the next call gets 503."""
+    app: FastAPI = create_app(Settings(pool_size=1, queue_size=0))
+    release = threading.Event()
+
+    @app.post("/hold", tags=["test"])
+    async def hold(request: Request) -> dict[str, bool]:
+        return {"released": await request.app.state.pool.run(lambda: release.wait(10))}
+
+    async def scenario() -> tuple[int, str, int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            first = asyncio.create_task(http.post("/hold"))
+            for _ in range(500):
+                if app.state.pool.in_flight == 1:
+                    break
+                await asyncio.sleep(0.01)
+            refused = await http.post("/hold")
+            metrics_text = (await http.get("/metrics")).text
+            release.set()
+            return refused.status_code, metrics_text, (await first).status_code
+
+    refused, text, first = asyncio.run(scenario())
+    assert (refused, first) == (503, 200)
+    found = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert value(found, "trimtab_pool_in_flight") == 1 and value(found, "trimtab_pool_capacity") == 1
+    assert value(found, "trimtab_rejected_requests_total", endpoint="/hold", status="503") == 1
+    assert value(found, "trimtab_request_seconds_count", endpoint="/hold", method="POST", status="503") == 1
