@@ -28,7 +28,7 @@ $(OPENAPI_TOOL):
 	$(OPENAPI_VENV)/bin/python -m pip install --quiet $(OPENAPI_PINS)
 
 ## client: regenerate clients/python/ (trimtab_client) from schemas/openapi.json
-client: $(OPENAPI_TOOL)
+client: openapi $(OPENAPI_TOOL)
 	PATH="$(CURDIR)/$(OPENAPI_VENV)/bin:$$PATH" $(OPENAPI_TOOL) generate --path schemas/openapi.json \
 		--output-path clients/python --meta uv --overwrite
 
@@ -49,6 +49,13 @@ lint: $(STAMP)
 test: lint $(OPENAPI_TOOL)
 	$(BIN)/python -m schemas.export --check
 	$(BIN)/python -m pytest
+
+## e2e: a real Prometheus (Debian's package, installed when missing: needs root and apt) scrapes a real service on
+## 127.0.0.1 with docker/prometheus.yml; plans are sent and their metrics checked through Prometheus's query API.
+## Not part of `make test` (root, apt). Bounded: at most 5 minutes; the test stops both processes.
+e2e: $(STAMP)
+	command -v prometheus >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }
+	TRIMTAB_E2E_PROMETHEUS=1 timeout 300 $(BIN)/python -m pytest -q tests/test_prometheus_e2e.py
 
 ## bench: the benchmarks that hold the speed and quality targets (tables printed, see README)
 bench: $(STAMP)
