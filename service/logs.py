@@ -13,6 +13,7 @@ import contextvars
 import json
 import logging
 import re
+import sys
 import time
 import uuid
 from typing import Any
@@ -59,28 +60,43 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure_json_logging(level: str = "INFO") -> None:
-    """One JSON handler on stderr for the `trimtab` loggers (idempotent: apps made again in tests add no second
-    handler). uvicorn's own loggers are configured by `json_log_config` when served through `trimtab serve`."""
-    logger = logging.getLogger("trimtab")
-    if not any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
-        handler = logging.StreamHandler()
-        handler.setFormatter(JsonFormatter())
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(level.upper())
+class StderrHandler(logging.StreamHandler):
+    """A stream handler that writes to whatever `sys.stderr` is when a record comes (test runners swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(JsonFormatter())
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
 
 
-def json_log_config(level: str = "INFO") -> dict[str, Any]:
-    """A `logging.config.dictConfig` for uvicorn (`log_config=`): its startup and error lines as JSON too."""
+def configure_json_logging(level: str = "info") -> None:
+    """JSON lines on stderr for every logger (one handler on the root, added once however many apps are made), the
+    `trimtab` loggers at `level`; other libraries keep the root's level (warning), so their chatter stays out."""
+    root = logging.getLogger()
+    if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
+        root.addHandler(StderrHandler())
+    logging.getLogger("trimtab").setLevel(level.upper())
+
+
+def json_log_config(level: str = "info") -> dict[str, Any]:
+    """A `logging.config.dictConfig` for uvicorn (`log_config=`): its startup and error lines as JSON too (the
+    `trimtab` loggers reach the same root handler; `configure_json_logging` then finds it and adds none)."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+        "handlers": {"stderr": {"()": f"{__name__}.StderrHandler"}},
+        "root": {"handlers": ["stderr"], "level": "WARNING"},
         "loggers": {
-            name: {"handlers": ["stderr"], "level": level.upper(), "propagate": False}
-            for name in ("uvicorn", "uvicorn.error", "trimtab")
+            "uvicorn": {"level": level.upper()},
+            "uvicorn.error": {"level": level.upper()},
+            "trimtab": {"level": level.upper()},
         },
     }
 
