@@ -34,7 +34,10 @@ ARRIVAL_S = 60.0
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not ENABLED, reason="needs a prometheus binary: run `make e2e` (installs it as root)"),
+    pytest.mark.skipif(
+        not ENABLED,
+        reason="runs under `make e2e` only (TRIMTAB_E2E_PROMETHEUS=1): it may install the prometheus package, as root",
+    ),
 ]
 
 
