@@ -146,12 +146,15 @@ def number(value: float | None) -> str:
     return "-" if value is None else f"{value:,.4g}"
 
 
-def print_plan(plan: dict[str, Any], problems: list[str]) -> None:
+def print_plan(plan: dict[str, Any], problems: list[str], max_moves: int) -> None:
     moves = Table(title=f"{plan['algorithm']}: {plan['status']}, {plan['migrations']} moves")
     for column in ("unit", "from", "to", "cost"):
         moves.add_column(column, justify="right" if column == "cost" else "left")
-    for move in plan["moves"]:
+    for move in plan["moves"][:max_moves]:
         moves.add_row(move["unit"], str(move["from"]), move["to"], number(move["cost"]))
+    hidden = len(plan["moves"]) - max_moves
+    if hidden > 0:
+        moves.add_row(f"... {hidden} more", "", "", "")
     out.print(moves)
     stats = Table(title="before / after")
     for column in ("metric", "before", "after"):
@@ -218,6 +221,9 @@ def plan(
         Path | None, typer.Option("--output", "-o", help="Also write the plan JSON here.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead of tables.")] = False,
+    max_moves: Annotated[
+        int, typer.Option(min=0, help="Moves listed in the table (all are in -o / --json).")
+    ] = 50,
     token: TokenOption = None,
 ) -> None:
     """Ask for a plan and print its moves and before/after metrics."""
@@ -237,7 +243,7 @@ def plan(
         if as_json:
             out.print_json(data=answer)
         else:
-            print_plan(answer, problems)
+            print_plan(answer, problems, max_moves)
         if problems:
             fail(f"the plan violates: {'; '.join(problems[:3])}", EXIT_VIOLATION)
 

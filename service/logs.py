@@ -28,6 +28,7 @@ _REQUEST_ID_BYTES = REQUEST_ID_HEADER.lower().encode()
 # A caller's id is kept only when it cannot smuggle anything into logs or headers.
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _ACCESS_LOGGER = "trimtab.access"
+QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "trimtab_request_id", default=None
@@ -172,7 +173,10 @@ class RequestContextMiddleware:
                     elapsed
                 )
                 metrics.request_bytes.labels(endpoint).observe(size)
-            access_log.info(
+            # Probes and scrapes arrive every few seconds from every replica's watchers: their successes at debug.
+            quiet = status < 400 and scope.get("path", "") in QUIET_PATHS
+            access_log.log(
+                logging.DEBUG if quiet else logging.INFO,
                 "%s %s %d",
                 scope.get("method", ""),
                 scope.get("path", ""),

@@ -71,6 +71,14 @@ def test_algorithm_option_overrides_the_snapshot_and_json_output(snapshot: Path)
     assert json.loads(result.stdout)["algorithm"] == "largest-load-first"
 
 
+def test_long_move_lists_are_cut_in_the_table_only(snapshot: Path) -> None:
+    result = invoke("plan", snapshot, "--max-moves", "1")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(invoke("plan", snapshot, "--json").stdout)
+    assert plan["migrations"] >= 2
+    assert f"... {plan['migrations'] - 1} more" in result.stdout
+
+
 def test_unknown_algorithm_is_bad_input_named_by_the_service(snapshot: Path) -> None:
     assert_one_line_error(
         invoke("plan", snapshot, "--algorithm", "no-such"), EXIT_BAD_INPUT, "422", "algorithm"
@@ -177,10 +185,11 @@ def test_serve_then_plan_and_algorithms_over_http_with_json_logs(snapshot: Path)
         answer = None
         while answer is None and time.monotonic() < deadline and proc.poll() is None:
             with contextlib.suppress(httpx.TransportError):
-                answer = httpx.get(f"{url}/healthz", headers={"X-Request-ID": "probe-1"}, timeout=1)
+                answer = httpx.get(f"{url}/healthz", timeout=1)
             time.sleep(0.2)
         assert answer is not None and answer.status_code == 200, proc.poll()
-        assert answer.headers["x-request-id"] == "probe-1"
+        catalog = httpx.get(f"{url}/v1/algorithms", headers={"X-Request-ID": "probe-1"}, timeout=30)
+        assert catalog.headers["x-request-id"] == "probe-1"
         plan = invoke("plan", snapshot, "--url", url, "--json")
         assert plan.exit_code == 0, plan.output
         assert check_plan(json.loads(snapshot.read_text()), json.loads(plan.stdout)) == []
@@ -193,7 +202,8 @@ def test_serve_then_plan_and_algorithms_over_http_with_json_logs(snapshot: Path)
     assert not [line for line in stderr.splitlines() if line.strip() and not line.startswith("{")], stderr
     assert all(set(r) >= {"ts", "level", "logger", "msg"} for r in records)
     probe = [r for r in records if r.get("request_id") == "probe-1"]
-    assert probe and probe[0]["path"] == "/healthz" and probe[0]["status"] == 200, records
+    assert probe and probe[0]["path"] == "/v1/algorithms" and probe[0]["status"] == 200, records
+    assert not [r for r in records if r.get("path") == "/healthz"]  # probes log at debug
     planned = [r for r in records if r.get("path") == "/v1/assignment/plan"]
     assert planned and planned[0]["status"] == 200 and planned[0]["request_bytes"] > 0, records
     assert len({r["request_id"] for r in records if "request_id" in r}) >= 3  # a fresh id per request

@@ -105,6 +105,20 @@ def test_access_lines_are_json_with_the_request_id(fresh: TestClient, logs: Coll
     assert line["level"] == "info" and line["ts"].endswith("Z")
 
 
+def test_probes_and_scrapes_log_at_debug(fresh: TestClient, logs: Collect) -> None:
+    logger = logging.getLogger("trimtab")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        fresh.get("/healthz")
+        fresh.get("/metrics")
+        fresh.get("/v1/algorithms")
+    finally:
+        logger.setLevel(level)
+    levels = {(line["path"], line["level"]) for line in logs.lines if line["logger"] == "trimtab.access"}
+    assert levels == {("/healthz", "debug"), ("/metrics", "debug"), ("/v1/algorithms", "info")}, levels
+
+
 def test_unhandled_error_is_a_bare_500_problem_and_the_traceback_only_in_the_log(logs: Collect) -> None:
     app = create_app(Settings())
 
