@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,20 @@ def test_prometheus_scrapes_every_replica_of_the_service() -> None:
     assert discovery["names"] == ["trimtab"] and discovery["type"] == "A"
     assert discovery["port"] == trimtab_port()
     assert job["metrics_path"] in create_app(Settings()).openapi()["paths"]
+
+
+def test_scrape_config_passes_promtool(tmp_path: Path) -> None:
+    """Prometheus's own checker, where it is installed (Debian's prometheus package, as `make e2e` installs)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (`make e2e` installs the prometheus package)")
+    done = subprocess.run(
+        [promtool, "check", "config", str(DOCKER / "prometheus.yml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def seconds(text: str) -> float:
