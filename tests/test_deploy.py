@@ -139,9 +139,12 @@ def test_spark_cluster_runs_the_main_job_against_the_service() -> None:
         "org.apache.spark.deploy.worker.Worker" in worker["command"] and worker["command"][-1] == master_url
     )
     command = job["command"]
-    assert command[:3] == ["python", "-m", "clients.spark.main_job"]
+    assert command[:3] == ["python", "-m", "clients.spark.job"]
     assert command_option(command, "--master") == master_url
     assert command_option(command, "--url") == f"http://trimtab:{trimtab_port()}"
+    assert command_option(command, "--png").startswith(
+        "/shared/"
+    )  # the image's site-packages are not writable
     assert job["depends_on"]["trimtab"]["condition"] == "service_healthy"
     # the driver (spark-job) and the executors (spark-worker) write to the same paths: one shared volume
     assert "spark-shared:/shared" in worker["volumes"] and "spark-shared:/shared" in job["volumes"]
@@ -151,9 +154,7 @@ def test_spark_cluster_runs_the_main_job_against_the_service() -> None:
 def test_the_spark_main_job_module_exists_once_the_spark_client_does() -> None:
     if importlib.util.find_spec("clients.spark") is None:
         pytest.skip("clients/spark/ is not on this branch yet")
-    assert importlib.util.find_spec("clients.spark.main_job") is not None, (
-        "compose runs clients.spark.main_job"
-    )
+    assert importlib.util.find_spec("clients.spark.job") is not None, "compose runs clients.spark.job"
 
 
 def test_dockerfile_is_multi_stage_slim_and_unprivileged() -> None:
