@@ -101,7 +101,9 @@ def test_elb_scales_out_with_empty_new_instances_and_in_by_removing_least_loaded
     assert len(out.added_nodes) == 3  # w = 48, pi = ceil(96 / 20) = 5
     assert len(set(out.assignment.tolist())) == 5
     current = np.array([0] * 20 + [1] * 20 + [2] * 4 + [3] * 4)
-    shrink = elb(make_instance(loads, current, 4), lower=20.0, upper=30.0, variant="paper")  # pi = ceil(96/50) = 2
+    shrink = elb(
+        make_instance(loads, current, 4), lower=20.0, upper=30.0, variant="paper"
+    )  # pi = ceil(96/50) = 2
     assert set(shrink.removed_nodes) == {2, 3}
     assert not np.isin(shrink.assignment, [2, 3]).any()
 

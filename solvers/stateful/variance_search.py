@@ -48,6 +48,7 @@ class VarianceSearch:
     room: FloatArray  # (n, R)
     moved_count: int
     moved_cost: float
+    product: FloatArray | None = None  # (m, m) x_i . x_k of the movable units, for swaps (computed once)
 
     @classmethod
     def start(cls, instance: AssignmentInstance, series: FloatArray, assignment: IntArray) -> VarianceSearch:
@@ -223,7 +224,9 @@ class VarianceSearch:
         single = delta[:, cols]  # single[i, k] = delta of i moving to k's column
         sa = self.scale[cols]
         d = (sa[None, :] - sa[:, None]) / n
-        product = self.series[movable] @ self.series[movable].T
+        if self.product is None:
+            self.product = self.series[movable] @ self.series[movable].T  # fixed: the movable set never changes
+        product = self.product
         swap = single + single.T + (2 * d * d - (2.0 / n) * (sa[:, None] ** 2 + sa[None, :] ** 2)) * product
         exchange = inst.load[movable][None, :] - inst.load[movable][:, None]  # k's load arrives on i's column
         ok = (cols[:, None] != cols[None, :]) & (swap < -tol)
