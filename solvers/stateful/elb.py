@@ -54,6 +54,7 @@ from solvers.instance import UNPLACED, AddedNode, AssignmentInstance, FloatArray
 from solvers.stateful.cluster import Cluster
 from solvers.stateful.range_repair import (
     CPSAT_MAX_VARIABLES,
+    SECOND_START_MAX_PAIRS,
     RangeModel,
     Ranges,
     apply_assignment,
@@ -397,9 +398,12 @@ def _repair(cluster: Cluster, ranges: Ranges, deadline: float, notes: list[str])
     inst = cluster.instance
     undo_moves(cluster, ranges)
     candidates = [cluster]
-    if len(ranges.outside(cluster)):
+    greedy_outside = len(ranges.outside(cluster))
+    if greedy_outside:
         repair(cluster, ranges, deadline)
-        # The same repair from the current placement: often fewer moves than from the greedy's plan.
+    if greedy_outside and inst.n_units * len(cluster.capacity) <= SECOND_START_MAX_PAIRS:
+        # The same repair from the current placement: often less state than from the greedy's plan (on small
+        # instances only: on large ones a second search would double the decision time).
         fresh = Cluster.start(inst, len(cluster.capacity) - inst.n_nodes, float(cluster.capacity[-1]))
         fresh.leaving = cluster.leaving.copy()
         repair(fresh, ranges, deadline)

@@ -27,6 +27,7 @@ MAX_SWAP_ROWS = (
     200  # units of the worst node tried in a swap (the largest): bounds a swap round to 200 x units
 )
 CPSAT_MAX_VARIABLES = 6_000  # units x nodes of the model; beyond it the heuristic plan stands
+SECOND_START_MAX_PAIRS = 20_000  # units x nodes up to which the repair also starts from the current placement
 INTEGER_RANGE = 1e12
 
 
@@ -54,17 +55,34 @@ def _tolerance(ranges: Ranges, cluster: Cluster) -> float:
 
 
 def _best_move(cluster: Cluster, ranges: Ranges, candidates: IntArray, tol: float) -> tuple[int, int] | None:
-    """The improving single move with the most violation removed per state moved, or None."""
-    inst = cluster.instance
+    """An improving single move for the worst node that has one (the most violation removed per state moved), or
+    None.
+
+    Only two kinds of move lower the violation: a unit leaving a node above its range, and a unit arriving on a node
+    below it. Focusing on one node makes a round cost (its units x nodes) or (units x 1), not units x nodes."""
     violation = ranges.violation(cluster.load, cluster.capacity)
-    over = cluster.load > ranges.hi + ranges.eps
-    under = (cluster.load < ranges.lo - ranges.eps) & cluster.receivable
-    src = cluster.assignment[candidates]
-    rows = candidates if under.any() else candidates[over[src]]
+    receivable = np.flatnonzero(cluster.receivable)
+    where = cluster.assignment[candidates]
+    for node in np.argsort(-violation, kind="stable"):
+        if violation[node] <= 0.0:
+            return None
+        if cluster.load[node] > ranges.hi[node]:
+            found = _move_block(cluster, ranges, candidates[where == node], receivable, tol)
+        else:
+            found = _move_block(cluster, ranges, candidates[where != node], np.array([node]), tol)
+        if found is not None:
+            return found[1], found[2]
+    return None
+
+
+def _move_block(
+    cluster: Cluster, ranges: Ranges, rows: IntArray, cols: IntArray, tol: float
+) -> tuple[float, int, int] | None:
     if not len(rows):
         return None
+    inst = cluster.instance
+    violation = ranges.violation(cluster.load, cluster.capacity)
     src = cluster.assignment[rows]
-    cols = np.flatnonzero(cluster.receivable)
     y = cluster.y[rows]
     gain_src = ranges.violation(cluster.load[src] - y, cluster.capacity, src) - violation[src]
     after = cluster.load[cols][None, :] + y[:, None]
@@ -74,6 +92,8 @@ def _best_move(cluster: Cluster, ranges: Ranges, candidates: IntArray, tol: floa
     gain_dst = 100.0 * outside / cluster.capacity[cols] - violation[cols]
     improvement = -(gain_src[:, None] + gain_dst)
     valid = (improvement > tol) & (cols[None, :] != src[:, None])
+    if not valid.any():
+        return None
     valid &= cluster.mean[cols][None, :] + inst.load[rows][:, None] <= cluster.cap_load[cols][None, :]
     if cluster.usage.shape[1]:
         valid &= (
@@ -92,10 +112,15 @@ def _best_move(cluster: Cluster, ranges: Ranges, candidates: IntArray, tol: floa
         valid &= cluster.moved_cost + cost <= inst.max_migration_cost * (1 + 1e-12)
     if not valid.any():
         return None
-    eps_state = 1e-6 * max(float(inst.state_size.mean()) if inst.n_units else 0.0, 1e-300)
-    score = np.where(valid, improvement / (np.maximum(cost, 0.0) + eps_state), -np.inf)
+    score = np.where(valid, improvement / (np.maximum(cost, 0.0) + _state_unit(inst.state_size)), -np.inf)
     r, c = np.unravel_index(int(np.argmax(score)), score.shape)
-    return int(rows[r]), int(cols[c])
+    return float(score[r, c]), int(rows[r]), int(cols[c])
+
+
+def _state_unit(state: FloatArray) -> float:
+    """Added to a step's state cost before dividing by it: the mean state of a unit, so that a step that removes
+    much violation for a little more state beats many tiny steps (fewer rounds), and free steps stay finite."""
+    return max(float(state.mean()) if len(state) else 0.0, 1e-300)
 
 
 def _best_swap(cluster: Cluster, ranges: Ranges, candidates: IntArray, tol: float) -> tuple[int, int] | None:
@@ -136,10 +161,9 @@ def _best_swap(cluster: Cluster, ranges: Ranges, candidates: IntArray, tol: floa
     if not valid.any():
         return None
     # Budget and resources are checked on the best candidates in order (rare, and cheap per pair).
-    eps_state = 1e-6 * max(float(inst.state_size.mean()), 1e-300)
     state = inst.state_size
     score = np.where(
-        valid, improvement / (state[mine][:, None] + state[others][None, :] + eps_state), -np.inf
+        valid, improvement / (state[mine][:, None] + state[others][None, :] + _state_unit(state)), -np.inf
     )
     order = np.argsort(-score, axis=None, kind="stable")[:64]
     for flat in order:
