@@ -115,14 +115,18 @@ def run(name: str, histograms: FloatArray, n: int, tolerance: float) -> None:
             tallies[variant].reachable_inside += int(ok and is_reachable)
             per_variant_inside[variant].append(ok)
     print(f"\n{name}: {windows} windows, n = {n}, tolerance {tolerance:g}; reachable in {reachable} windows")
-    print(f"{'plan':<14}{'in range':>10}{'of reachable':>14}{'state moved':>13}{'/ scratch':>11}{'median ms':>11}")
+    print(
+        f"{'plan':<14}{'in range':>10}{'of reachable':>14}{'state moved':>13}{'/ scratch':>11}{'median ms':>11}"
+    )
     for variant, tally in tallies.items():
         assert tally.ms is not None
         print(
             f"{'elb ' + variant:<14}{tally.inside:>6}/{windows:<3}{tally.reachable_inside / max(reachable, 1):>13.1%}"
             f"{tally.state:>13.4g}{tally.state / max(scratch_state, 1e-300):>11.3f}{np.median(tally.ms):>11.2f}"
         )
-    print(f"{'from scratch':<14}{scratch_inside_count:>6}/{windows:<3}{'':>14}{scratch_state:>13.4g}{1.0:>11.3f}")
+    print(
+        f"{'from scratch':<14}{scratch_inside_count:>6}/{windows:<3}{'':>14}{scratch_state:>13.4g}{1.0:>11.3f}"
+    )
 
 
 def daily(histograms_hourly: FloatArray, hours: int) -> FloatArray:
@@ -132,7 +136,9 @@ def daily(histograms_hourly: FloatArray, hours: int) -> FloatArray:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--windows", type=int, default=40)
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--tolerance", type=float, default=0.1)

@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     # sigma 0.5: the greedy alone lands in range; sigma 1.5: substreams above (u - v)/2, the repair runs.
     kinds = {
-        sigma: [skewed_instance(1000, 50, 1, seed, sigma) for seed in range(args.repeats)] for sigma in (0.5, 1.5)
+        sigma: [skewed_instance(1000, 50, 1, seed, sigma) for seed in range(args.repeats)]
+        for sigma in (0.5, 1.5)
     }
     needs_repair = {
         sigma: [not _greedy_in_range(inst) for inst in instances] for sigma, instances in kinds.items()
@@ -82,7 +83,12 @@ def main(argv: list[str] | None = None) -> None:
     for label, instances, solve, target in (
         ("ELB decision, no repair needed", no_repair, lambda inst: elb(inst, tolerance=0.1), 0.005),
         ("ELB decision, with repair", repair, lambda inst: elb(inst, tolerance=0.1), 0.2),
-        ("ELB paper variant", no_repair + repair, lambda inst: elb(inst, tolerance=0.1, variant="paper"), 0.005),
+        (
+            "ELB paper variant",
+            no_repair + repair,
+            lambda inst: elb(inst, tolerance=0.1, variant="paper"),
+            0.005,
+        ),
         ("CLB paper, 1000 x 120 w, 50 nodes", clb_instances, lambda inst: clb(inst, variant="paper"), 1.0),
         ("CLB improved, time limit 1 s", clb_instances, lambda inst: clb(inst, time_limit_s=1.0), 1.2),
     ):

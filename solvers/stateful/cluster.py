@@ -70,6 +70,8 @@ class Cluster:
         """The unit may end on the node: it does not push it over the capacity cap or a resource capacity."""
         if self.mean[node] + self.instance.load[unit] > self.cap_load[node]:
             return False
+        if not self.usage.shape[1]:
+            return True
         return bool((self.usage[node] + self.unit_usage[unit] <= self.room[node]).all())
 
     def budget_delta(self, unit: int, node: int) -> tuple[int, float]:

@@ -408,8 +408,9 @@ def _repair(cluster: Cluster, ranges: Ranges, deadline: float, notes: list[str])
         fresh.leaving = cluster.leaving.copy()
         repair(fresh, ranges, deadline)
         candidates.append(fresh)
-    for c in candidates:
-        undo_moves(c, ranges)
+    if greedy_outside:
+        for c in candidates:
+            undo_moves(c, ranges)
 
     def rank(c: Cluster) -> tuple[float, float]:
         return float(ranges.violation(c.load, c.capacity).sum()), c.state_moved()
@@ -419,12 +420,14 @@ def _repair(cluster: Cluster, ranges: Ranges, deadline: float, notes: list[str])
         apply_assignment(cluster, best.assignment)
     if inst.resource_names:
         return "unproven" if len(ranges.outside(cluster)) else ""
-    model = RangeModel(cluster, ranges, cluster.assignment.copy())
     inside = not len(ranges.outside(cluster))
-    if model.size > CPSAT_MAX_VARIABLES:
-        return "" if inside else "too-large"
     if inside and cluster.moved_count == 0:
         return ""
+    if inst.n_units * int(cluster.receivable.sum()) > 4 * CPSAT_MAX_VARIABLES:
+        return "" if inside else "too-large"  # surely too large: not even the model's unit selection is built
+    model = RangeModel(cluster, ranges, cluster.assignment.copy())
+    if model.size > CPSAT_MAX_VARIABLES:
+        return "" if inside else "too-large"
     solution = model.solve(deadline)
     if solution.assignment is not None:
         before = cluster.state_moved()

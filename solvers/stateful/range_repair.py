@@ -216,23 +216,27 @@ def repair(cluster: Cluster, ranges: Ranges, deadline: float) -> int:
 
 
 def undo_moves(cluster: Cluster, ranges: Ranges) -> int:
-    """Moved units go back to their node, largest state first, whenever no node's violation rises."""
+    """Moved units go back to their node, largest state first, whenever no node's violation rises (scalar
+    arithmetic: one check per moved unit)."""
     inst = cluster.instance
     moved = np.flatnonzero(
         (inst.current >= 0) & (cluster.assignment != inst.current) & (cluster.assignment >= 0)
     )
     tol = _tolerance(ranges, cluster)
+    lo, hi, eps, capacity = ranges.lo.tolist(), ranges.hi.tolist(), ranges.eps, cluster.capacity.tolist()
+
+    def outside(node: int, load: float) -> float:
+        return 100.0 * (max(load - hi[node] - eps, 0.0) + max(lo[node] - load - eps, 0.0)) / capacity[node]
+
     undone = 0
-    for unit in moved[np.argsort(-inst.state_size[moved], kind="stable")]:
+    for unit in moved[np.argsort(-inst.state_size[moved], kind="stable")].tolist():
         a, b = int(cluster.assignment[unit]), int(inst.current[unit])
-        if cluster.leaving[b] or not cluster.fits(int(unit), b):
+        if cluster.leaving[b] or not cluster.fits(unit, b):
             continue
-        y = cluster.y[unit]
-        nodes = np.array([a, b])
-        before = ranges.violation(cluster.load[nodes], cluster.capacity, nodes)
-        after = ranges.violation(cluster.load[nodes] + np.array([-y, y]), cluster.capacity, nodes)
-        if (after <= before + tol).all():
-            cluster.move(int(unit), b)
+        y = float(cluster.y[unit])
+        la, lb = float(cluster.load[a]), float(cluster.load[b])
+        if outside(a, la - y) <= outside(a, la) + tol and outside(b, lb + y) <= outside(b, lb) + tol:
+            cluster.move(unit, b)
             undone += 1
     return undone
 
