@@ -334,3 +334,15 @@ def test_clb_paper_size_cap_is_422_naming_units() -> None:
     with pytest.raises(UnsolvableRequest) as error:
         clb(instance(series, np.zeros(2_001, dtype=int), [100.0, 100.0]), variant="paper")
     assert error.value.loc == ("body", "units")
+
+
+@pytest.mark.parametrize("name", ["clb", "universal-hash", "elb"])
+def test_unit_without_node_that_fits_nowhere_is_422_naming_it(client: TestClient, name: str) -> None:
+    nodes = [{"id": "a", "capacity": 100.0}, {"id": "b", "capacity": 100.0}]
+    units = [
+        {"id": "old", "node": "a", "load": [50.0, 50.0]},
+        {"id": "big", "node": None, "load": [150.0, 150.0]},
+    ]
+    response = client.post(PLAN, json=body(units, nodes, {"name": name}))
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["body", "units", 1, "load"]

@@ -267,6 +267,14 @@ def _improved(
         return len(item[2]), search.objective, state
 
     label, best, stuck = min(candidates, key=rank)
+    homeless = [unit for unit in stuck if instance.current[unit] == UNPLACED]
+    if homeless:
+        unit = homeless[0]
+        raise UnsolvableRequest(
+            ("body", "units", unit, "load"),
+            f"unit {instance.unit_ids[unit]!r} has no node and fits on no staying node under the capacity cap and "
+            "the resource capacities",
+        )
     assignment = best.assignment()
     after = best.objective
     current_placed = bool((instance.current != UNPLACED).all()) and not bool(
