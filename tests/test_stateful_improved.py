@@ -200,7 +200,7 @@ def brute_force_reachable(inst: AssignmentInstance, lo: np.ndarray, hi: np.ndarr
     combos = np.array(list(itertools.product(range(n), repeat=len(free))), dtype=np.int64).reshape(
         n ** len(free), len(free)
     )
-    base = np.bincount(inst.current[inst.pinned], weights=y[inst.pinned], minlength=n)
+    base = np.bincount(inst.current[inst.pinned], weights=y[inst.pinned], minlength=n).astype(np.float64)
     loads = np.tile(base, (len(combos), 1))
     for k, unit in enumerate(free):
         np.add.at(loads, (np.arange(len(combos)), combos[:, k]), y[unit])
