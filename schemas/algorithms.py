@@ -136,6 +136,13 @@ class ElbParams(StrictModel):
         allow_inf_nan=False,
         description="Capacity of instances ELB adds; default the mean capacity of the non-draining nodes.",
     )
+    variant: Literal["paper", "improved"] = Field(
+        default="improved",
+        description="improved (default): [lower, upper] is the range of a node of the mean capacity, scaled by "
+        "capacity for the others; acts only when an instance is outside its range; repairs the greedy's plan to end "
+        "inside the range with the least state moved it can, and says in notes why when the range is unreachable. "
+        "paper: Algorithm 1 as published (load units, always runs), for reproductions.",
+    )
 
     @field_validator("upper")
     @classmethod
@@ -173,6 +180,13 @@ class ClbParams(StrictModel):
         lt=1.0,
         description="theta: substreams whose load correlation with the split substream is at least theta are "
         "separated from it.",
+    )
+    variant: Literal["paper", "improved"] = Field(
+        default="improved",
+        description="improved (default): minimize the paper's objective sum_t var(L_t) over the m windows (loads "
+        "scaled to the mean capacity) with the state moved second, by local search from the current placement and "
+        "from the paper's plan; never worse than the current placement (else `unchanged`). paper: Algorithm 2 as "
+        "published, for reproductions.",
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from schemas import algorithms as params
+from schemas.assignment import MAX_NODES
 from solvers import baselines, correlation
 from solvers.instance import AssignmentInstance, Plan
 from solvers.milp import solve_milp
@@ -108,6 +109,9 @@ REGISTRY: dict[str, AlgorithmSpec] = {
                 upper=p.upper,
                 tolerance=p.tolerance,
                 new_node_capacity=p.new_node_capacity,
+                variant=p.variant,
+                time_limit_s=t,
+                max_parallelism=MAX_NODES,
             ),
             params.ElbParams,
         ),
@@ -117,7 +121,7 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "their load series, then map subsets to nodes moving the least state.",
             "Guo & Zhou, Algorithm 2",
             ("load series of at least 2 windows", "state_size", "budget"),
-            lambda inst, p, t: clb(inst, threshold=p.threshold, m=p.m),
+            lambda inst, p, t: clb(inst, threshold=p.threshold, m=p.m, variant=p.variant, time_limit_s=t),
             params.ClbParams,
         ),
         AlgorithmSpec(

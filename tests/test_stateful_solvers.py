@@ -69,13 +69,13 @@ def elb_cases(draw: st.DrawFn) -> tuple[AssignmentInstance, float, float, int]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(elb_cases())
-def test_elb_moves_only_from_overloaded_to_underloaded_and_lands_in_range(
+def test_paper_elb_moves_only_from_overloaded_to_underloaded_and_lands_in_range(
     case: tuple[AssignmentInstance, float, float, int],
 ) -> None:
     inst, lower, upper, pi = case
     y = inst.series[:, -1]
     reachable = float(y.max()) <= min((upper - lower) / 2, (y.sum() / pi - lower) / pi) + 1e-12
-    plan = elb(inst, lower=lower, upper=upper)
+    plan = elb(inst, lower=lower, upper=upper, variant="paper")
     n = inst.n_nodes
     total = n + len(plan.added_nodes)
     before = np.bincount(inst.current, weights=y, minlength=n)
@@ -97,11 +97,13 @@ def test_elb_moves_only_from_overloaded_to_underloaded_and_lands_in_range(
 
 def test_elb_scales_out_with_empty_new_instances_and_in_by_removing_least_loaded() -> None:
     loads = np.ones((48, 1))  # every substream <= (u - v)/2, the paper's assumption
-    out = elb(make_instance(loads, np.zeros(48, dtype=int), 2), lower=9.0, upper=11.0)
+    out = elb(make_instance(loads, np.zeros(48, dtype=int), 2), lower=9.0, upper=11.0, variant="paper")
     assert len(out.added_nodes) == 3  # w = 48, pi = ceil(96 / 20) = 5
     assert len(set(out.assignment.tolist())) == 5
     current = np.array([0] * 20 + [1] * 20 + [2] * 4 + [3] * 4)
-    shrink = elb(make_instance(loads, current, 4), lower=20.0, upper=30.0)  # pi = ceil(96/50) = 2
+    shrink = elb(
+        make_instance(loads, current, 4), lower=20.0, upper=30.0, variant="paper"
+    )  # pi = ceil(96/50) = 2
     assert set(shrink.removed_nodes) == {2, 3}
     assert not np.isin(shrink.assignment, [2, 3]).any()
 
@@ -189,24 +191,24 @@ def test_eq3_eq4_decomposition_of_summed_imbalance(p: int, windows: int, n: int,
     assert abs(lhs - rhs) <= 1e-9 * max(1.0, float((loads**2).sum()))
 
 
-def test_clb_moves_nothing_when_the_current_assignment_is_its_partition() -> None:
+def test_paper_clb_moves_nothing_when_the_current_assignment_is_its_partition() -> None:
     rng = np.random.default_rng(7)
     series = rng.poisson(100.0, size=(30, 24)).astype(float)
     labels = clb_partition(series, 5)
     nodes = rng.permutation(5)
     inst = make_instance(series, nodes[labels], 5)
-    plan = clb(inst)
+    plan = clb(inst, variant="paper")
     assert plan.status == "unchanged"
     assert (plan.assignment == inst.current).all()
 
 
-def test_clb_mapping_moves_the_least_state_among_all_subset_permutations() -> None:
+def test_paper_clb_mapping_moves_the_least_state_among_all_subset_permutations() -> None:
     rng = np.random.default_rng(11)
     series = rng.poisson(50.0, size=(20, 12)).astype(float)
     current = rng.integers(0, 4, size=20)
     state = rng.uniform(1.0, 10.0, size=20)
     inst = make_instance(series, current, 4, state_size=state)
-    plan = clb(inst)
+    plan = clb(inst, variant="paper")
     labels = clb_partition(series, 4)
     best = min(
         float(state[np.array(perm)[labels] != current].sum()) for perm in itertools.permutations(range(4))
@@ -218,8 +220,9 @@ def test_clb_keeps_the_budget() -> None:
     rng = np.random.default_rng(5)
     series = rng.poisson(80.0, size=(40, 10)).astype(float)
     inst = make_instance(series, np.zeros(40, dtype=int), 4, max_migration_cost=20.0)
-    plan = clb(inst)
-    assert float(inst.state_size[plan.assignment != inst.current].sum()) <= 20.0 + 1e-9
+    for variant in ("paper", "improved"):
+        plan = clb(inst, variant=variant)  # type: ignore[arg-type]
+        assert float(inst.state_size[plan.assignment != inst.current].sum()) <= 20.0 + 1e-9
 
 
 # ------------------------------------------------------------------------------------------------- universal hash

@@ -38,14 +38,27 @@ PAPER_FIG4 = {
     "clb-per-rebalance": 0.484,
     "clb-amortized": 0.016,
 }
-LABEL = {"clb": "CLB", "elb": "ELB", "pkg": "PKG", "universal-hash": "UHLB"}
-ORDER = ("clb", "elb", "pkg", "universal-hash")
+LABEL = {
+    "clb-paper": "CLBp",
+    "clb": "CLB",
+    "elb-paper": "ELBp",
+    "elb": "ELB",
+    "pkg": "PKG",
+    "universal-hash": "UHLB",
+}
+# "-paper": the paper's variant (the reproduction); without suffix: the improved default of the service.
+ORDER = ("clb-paper", "clb", "elb-paper", "elb", "pkg", "universal-hash")
+PAPER_KEY = {"clb-paper": "clb", "clb": "clb", "elb-paper": "elb", "elb": "elb"}
 
 
 def run_all(stream: Stream, n: int, post: Post, tolerance: float) -> dict[str, Run]:
+    clb = {"name": "clb", "m": CLB_PERIOD}
+    elb = {"name": "elb", "tolerance": tolerance}
     return {
-        "clb": replay_plans(stream, n, {"name": "clb", "m": CLB_PERIOD}, post, period=CLB_PERIOD),
-        "elb": replay_plans(stream, n, {"name": "elb", "tolerance": tolerance}, post),
+        "clb-paper": replay_plans(stream, n, {**clb, "variant": "paper"}, post, period=CLB_PERIOD),
+        "clb": replay_plans(stream, n, clb, post, period=CLB_PERIOD),
+        "elb-paper": replay_plans(stream, n, {**elb, "variant": "paper"}, post),
+        "elb": replay_plans(stream, n, elb, post),
         "pkg": replay_pkg(stream, n),
         "universal-hash": replay_plans(stream, n, {"name": "universal-hash"}, post, reseed=True),
     }
@@ -63,15 +76,20 @@ def print_table1(
         "\nTable 1: mean mu and sd delta of var(L_t) (windows 2..120); ELB, PKG, UHLB every window, CLB every 24"
     )
     head = "".join(f"{LABEL[a] + ' mu':>12}{LABEL[a] + ' sd':>12}" for a in ORDER)
-    print(f"{'stream':<10}{'n':>4}{head}   ratio to UHLB (CLB/ELB/PKG)")
+    print(f"{'stream':<10}{'n':>4}{head}   ratio to UHLB (CLBp/CLB/ELBp/ELB/PKG)")
     for stream in streams:
         for n in ns:
             runs = results[(stream.name, n)]
             row = "".join(f"{stats(runs[a])[0]:>12.3g}{stats(runs[a])[1]:>12.3g}" for a in ORDER)
             base = stats(runs["universal-hash"])[0]
-            ratios = "/".join(f"{stats(runs[a])[0] / base:.3g}" for a in ("clb", "elb", "pkg"))
+            ratios = "/".join(f"{stats(runs[a])[0] / base:.3g}" for a in ORDER[:-1])
             print(f"{stream.name:<10}{n:>4}{row}   {ratios}")
-    paper = "".join(f"{PAPER_TABLE1[a][0]:>12.3g}{PAPER_TABLE1[a][1]:>12.3g}" for a in ORDER)
+    paper = "".join(
+        f"{PAPER_TABLE1[PAPER_KEY.get(a, a)][0]:>12.3g}{PAPER_TABLE1[PAPER_KEY.get(a, a)][1]:>12.3g}"
+        if a in ("clb-paper", "elb-paper", "pkg", "universal-hash")
+        else f"{'':>12}{'':>12}"
+        for a in ORDER
+    )
     ratios = "/".join(
         f"{PAPER_TABLE1[a][0] / PAPER_TABLE1['universal-hash'][0]:.3g}" for a in ("clb", "elb", "pkg")
     )
@@ -82,19 +100,23 @@ def print_fig4(results: dict[tuple[str, int], dict[str, Run]], streams: list[Str
     print(
         "\nFig. 4: share of all state moved, mean per window (CLB: per rebalance and amortized over all windows)"
     )
-    print(f"{'stream':<10}{'n':>4}{'ELB':>9}{'PKG':>9}{'UHLB':>9}{'CLB/reb':>9}{'CLB/amort':>11}")
+    print(
+        f"{'stream':<10}{'n':>4}{'ELBp':>9}{'ELB':>9}{'PKG':>9}{'UHLB':>9}{'CLBp/reb':>10}{'CLBp/am':>9}"
+        f"{'CLB/reb':>9}{'CLB/am':>9}"
+    )
     for stream in streams:
         for n in ns:
             r = results[(stream.name, n)]
             print(
-                f"{stream.name:<10}{n:>4}{r['elb'].moved_amortized:>9.1%}{r['pkg'].moved_amortized:>9.1%}"
-                f"{r['universal-hash'].moved_amortized:>9.1%}{r['clb'].moved_per_rebalance:>9.1%}"
-                f"{r['clb'].moved_amortized:>11.2%}"
+                f"{stream.name:<10}{n:>4}{r['elb-paper'].moved_amortized:>9.1%}{r['elb'].moved_amortized:>9.1%}"
+                f"{r['pkg'].moved_amortized:>9.1%}{r['universal-hash'].moved_amortized:>9.1%}"
+                f"{r['clb-paper'].moved_per_rebalance:>10.1%}{r['clb-paper'].moved_amortized:>9.2%}"
+                f"{r['clb'].moved_per_rebalance:>9.1%}{r['clb'].moved_amortized:>9.2%}"
             )
     p = PAPER_FIG4
     print(
-        f"{'paper':<10}{10:>4}{p['elb']:>9.1%}{p['pkg']:>9.1%}{p['universal-hash']:>9.1%}"
-        f"{p['clb-per-rebalance']:>9.1%}{p['clb-amortized']:>11.2%}   (Twitter stream)"
+        f"{'paper':<10}{10:>4}{p['elb']:>9.1%}{'':>9}{p['pkg']:>9.1%}{p['universal-hash']:>9.1%}"
+        f"{p['clb-per-rebalance']:>10.1%}{p['clb-amortized']:>9.2%}   (Twitter stream)"
     )
 
 
@@ -103,11 +125,16 @@ def fig2(post: Post, streams: dict[str, Stream]) -> dict[str, Run]:
     on S1 and S2."""
     runs = {
         name: replay_plans(
-            streams[name], 10, {"name": "clb", "m": CLB_PERIOD}, post, period=1, first=CLB_PERIOD
+            streams[name],
+            10,
+            {"name": "clb", "m": CLB_PERIOD, "variant": "paper"},
+            post,
+            period=1,
+            first=CLB_PERIOD,
         )
         for name in ("S1", "S2")
     }
-    print("\nFig. 2: CLB, n = 10, 1/f = 1: mean and sd of var(L_t) (windows 2..120)")
+    print("\nFig. 2: CLB (paper variant), n = 10, 1/f = 1: mean and sd of var(L_t) (windows 2..120)")
     print(f"{'stream':<8}{'ours mu':>12}{'ours sd':>12}{'paper mu':>12}{'paper sd':>12}")
     for name, run in runs.items():
         mu, sd = stats(run)
@@ -155,7 +182,7 @@ def save_plots(
     plt.close(fig)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [2, 1]})
-    for algorithm in ("elb", "universal-hash", "pkg"):
+    for algorithm in ("elb-paper", "elb", "universal-hash", "pkg"):
         left.plot(windows, 100 * runs[algorithm].moved_share, label=LABEL[algorithm])
     left.set(
         xlabel="statistics window",
@@ -163,14 +190,23 @@ def save_plots(
         title=f"Fig. 4 (left): per window, {real}, n = 10",
     )
     left.legend()
-    names = ["PKG", "UHLB", "ELB", "CLB (amortized)"]
+    names = ["PKG", "UHLB", "ELB (paper)", "ELB", "CLB (paper, am.)", "CLB (am.)"]
     ours = [
         runs["pkg"].moved_amortized,
         runs["universal-hash"].moved_amortized,
+        runs["elb-paper"].moved_amortized,
         runs["elb"].moved_amortized,
+        runs["clb-paper"].moved_amortized,
         runs["clb"].moved_amortized,
     ]
-    paper = [PAPER_FIG4["pkg"], PAPER_FIG4["universal-hash"], PAPER_FIG4["elb"], PAPER_FIG4["clb-amortized"]]
+    paper = [
+        PAPER_FIG4["pkg"],
+        PAPER_FIG4["universal-hash"],
+        PAPER_FIG4["elb"],
+        PAPER_FIG4["elb"],
+        PAPER_FIG4["clb-amortized"],
+        PAPER_FIG4["clb-amortized"],
+    ]
     x = np.arange(len(names))
     right.bar(x - 0.2, 100 * np.array(ours), 0.4, label="ours")
     right.bar(x + 0.2, 100 * np.array(paper), 0.4, label="paper (Twitter)")

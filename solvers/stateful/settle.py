@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
+from solvers.errors import UnsolvableRequest
+from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, FloatArray, IntArray
 
 
 def resource_arrays(instance: AssignmentInstance) -> tuple[FloatArray, FloatArray]:
@@ -26,7 +27,10 @@ def revert_over_cap(instance: AssignmentInstance, assignment: IntArray) -> int:
     resource capacity (`resources` of the request); returns how many moves were reverted.
 
     On the worst node, the largest incoming units go back first (fewest reverts). A unit that had no node (initial
-    placement) cannot go back and stays."""
+    placement) cannot go back: once no placed unit is left to revert, such units are taken off over-full receivers
+    (largest first) and put, largest first, on the least-utilized staying node where they fit; if none fits,
+    `UnsolvableRequest` names the unit. Both phases end: the first only shrinks the set of moves, the second places
+    each unit once on a node where it fits (so it creates no new violation)."""
     cap = instance.utilization_cap()
     n_nodes = instance.n_nodes
     node_load = np.bincount(assignment, weights=instance.load, minlength=n_nodes)[:n_nodes]
@@ -34,28 +38,64 @@ def revert_over_cap(instance: AssignmentInstance, assignment: IntArray) -> int:
     usage = np.zeros(capacity_r.shape)
     np.add.at(usage, assignment, unit_usage)
     room = capacity_r * (1 + 1e-9) + 1e-9  # inf: uncapped
+    size = instance.load + unit_usage.sum(axis=1)
+    placed = instance.current != UNPLACED
+
+    def over(nodes: IntArray) -> BoolArray:
+        util = 100.0 * node_load[nodes] / instance.capacity[nodes]
+        return np.asarray((util > cap * (1 + 1e-12)) | (usage[nodes] > room[nodes]).any(axis=1))
+
+    def take_off(unit: int) -> None:
+        node = int(assignment[unit])
+        node_load[node] -= instance.load[unit]
+        usage[node] -= unit_usage[unit]
+
+    def put_on(unit: int, node: int) -> None:
+        node_load[node] += instance.load[unit]
+        usage[node] += unit_usage[unit]
+        assignment[unit] = node
+
     reverted = 0
-    while True:
+    while True:  # phase 1: revert placed units (the set of moves shrinks every round)
         moved = instance.migration_mask(assignment)
         receivers = np.unique(assignment[moved])
-        util = 100.0 * node_load[receivers] / instance.capacity[receivers]
-        over_cap = util > cap * (1 + 1e-12)
-        over_room = (usage[receivers] > room[receivers]).any(axis=1)
-        bad = receivers[over_cap | over_room]
+        bad = receivers[over(receivers)]
         if not len(bad):
-            return reverted
+            break
         node = int(bad[0])
         incoming = np.flatnonzero(moved & (assignment == node))
-        unit = int(
-            incoming[np.argmax(instance.load[incoming] + instance.resource_usage[incoming].sum(axis=1))]
-        )
-        back = int(instance.current[unit])
-        node_load[node] -= instance.load[unit]
-        node_load[back] += instance.load[unit]
-        usage[node] -= unit_usage[unit]
-        usage[back] += unit_usage[unit]
-        assignment[unit] = back
+        unit = int(incoming[np.argmax(size[incoming])])
+        take_off(unit)
+        put_on(unit, int(instance.current[unit]))
         reverted += 1
+    # phase 2: units without a node that overfill their receiver go to the least-utilized node where they fit
+    newcomers = np.flatnonzero(~placed)
+    homeless: list[int] = []
+    for node in np.unique(assignment[newcomers]):
+        mine = newcomers[assignment[newcomers] == node]
+        for unit in mine[np.argsort(-size[mine], kind="stable")]:
+            if not over(np.array([node]))[0]:
+                break
+            take_off(int(unit))
+            assignment[unit] = UNPLACED
+            homeless.append(int(unit))
+    staying = np.flatnonzero(instance.active)
+    for unit in sorted(homeless, key=lambda k: (-size[k], k)):
+        fits = (
+            100.0 * (node_load[staying] + instance.load[unit]) / instance.capacity[staying]
+            <= cap * (1 + 1e-12)
+        ) & (usage[staying] + unit_usage[unit] <= room[staying]).all(axis=1)
+        if not fits.any():
+            raise UnsolvableRequest(
+                ("body", "units", unit, "load"),
+                f"unit {instance.unit_ids[unit]!r} has no node and fits on no staying node under the capacity cap "
+                f"({cap:g} %) and the resource capacities",
+            )
+        candidates = staying[fits]
+        node = int(candidates[np.argmin(node_load[candidates] / instance.capacity[candidates])])
+        put_on(unit, node)
+        reverted += 1
+    return reverted
 
 
 def revert_over_budget(instance: AssignmentInstance, assignment: IntArray) -> int:

@@ -1,0 +1,275 @@
+"""Local search on CLB's own objective: the summed variance of instance loads over the windows,
+F = sum_t var_j(Z_jt), Z_jt = load of staying node j in window t x (reference capacity / capacity_j).
+
+With equal capacities Z is the load and F is the paper's hbar(F) = sum_t var(L_t) (Guo & Zhou, Section 4); scaling by
+capacity makes a node of twice the capacity carry twice the load at the optimum (capacity-aware).
+
+Exact move deltas without recomputing F: with G = X Z^T (units x nodes), q_i = |x_i|^2, r_i = x_i . mu (mu the
+mean over nodes per window) and n staying nodes, moving unit i from a to b changes F by
+    (1/n) (-2 s_a G_ia + s_a^2 q_i + 2 s_b G_ib + s_b^2 q_i) - (2 d r_i + d^2 q_i),   d = (s_b - s_a) / n,
+and a swap of i (on a) with k (on b) by the two moves plus (2 d^2 - (2/n)(s_a^2 + s_b^2)) x_i . x_k.
+After a move, G, Z, mu and r are updated in O(units x windows).
+
+Every accepted step lowers F by more than a relative tolerance, and the steps are capped, so the search ends. Among
+the steps that lower F the most (within 1e-9), the one moving the least state wins: state moved is the second
+objective. Budget, pinned units, the capacity cap and resource capacities are kept on every step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, FloatArray, IntArray
+from solvers.stateful.settle import resource_arrays
+
+MAX_SWAP_UNITS = 2_000  # swaps hold a units x units product: 2,000 units take 32 MB
+TIE = 1e-9
+
+
+@dataclass
+class VarianceSearch:
+    instance: AssignmentInstance
+    series: FloatArray  # (U, W) the windows the objective is about
+    nodes: IntArray  # staying node indices (columns)
+    scale: FloatArray  # (n,) reference capacity / capacity
+    col: IntArray  # (U,) column of each unit, -1 while not on a staying node
+    z: FloatArray  # (n, W)
+    g: FloatArray  # (U, n)
+    q: FloatArray  # (U,)
+    mu: FloatArray  # (W,)
+    r: FloatArray  # (U,)
+    mean_load: FloatArray  # (n,) mean load per column (capacity cap)
+    cap_load: FloatArray  # (n,)
+    usage: FloatArray  # (n, R)
+    unit_usage: FloatArray  # (U, R)
+    room: FloatArray  # (n, R)
+    moved_count: int
+    moved_cost: float
+    product: FloatArray | None = None  # (m, m) x_i . x_k of the movable units, for swaps (computed once)
+
+    @classmethod
+    def start(cls, instance: AssignmentInstance, series: FloatArray, assignment: IntArray) -> VarianceSearch:
+        nodes = np.flatnonzero(instance.active)
+        capacity = instance.capacity[nodes]
+        scale = float(capacity.mean()) / capacity
+        col_of = np.full(instance.n_nodes + 1, -1, dtype=np.int64)
+        col_of[nodes] = np.arange(len(nodes))
+        col = col_of[np.where(assignment >= 0, assignment, instance.n_nodes)]
+        on = col >= 0
+        z = np.zeros((len(nodes), series.shape[1]))
+        np.add.at(z, col[on], series[on])
+        z *= scale[:, None]
+        unit_usage, capacity_r = resource_arrays(instance)
+        usage = np.zeros((len(nodes), unit_usage.shape[1]))
+        np.add.at(usage, col[on], unit_usage[on])
+        mu = z.mean(axis=0)
+        placed = instance.current >= 0
+        moved = placed & (assignment != instance.current)
+        return cls(
+            instance=instance,
+            series=series,
+            nodes=nodes,
+            scale=scale,
+            col=col,
+            z=z,
+            g=series @ z.T,
+            q=(series * series).sum(axis=1),
+            mu=mu,
+            r=series @ mu,
+            mean_load=np.bincount(col[on], weights=instance.load[on], minlength=len(nodes)).astype(
+                np.float64
+            ),
+            cap_load=instance.utilization_cap() / 100.0 * capacity * (1 + 1e-12),
+            usage=usage,
+            unit_usage=unit_usage,
+            room=capacity_r[nodes] * (1 + 1e-9) + 1e-9,
+            moved_count=int(moved.sum()),
+            moved_cost=float(instance.state_size[moved].sum()),
+        )
+
+    @property
+    def objective(self) -> float:
+        return float(self.z.var(axis=0).sum())
+
+    def assignment(self) -> IntArray:
+        out = np.where(self.col >= 0, self.nodes[np.maximum(self.col, 0)], UNPLACED)
+        off = self.col < 0
+        out[off] = self.instance.current[off]  # units not on a staying node stay where they are
+        return out.astype(np.int64)
+
+    # ------------------------------------------------------------------------------------------------ deltas
+
+    def _insert_delta(self, units: IntArray) -> FloatArray:
+        """(len(units), n): change of F if each unit (not on a staying node) is added to each column."""
+        n = len(self.nodes)
+        s = self.scale[None, :]
+        g, q, r = self.g[units], self.q[units][:, None], self.r[units][:, None]
+        return (2 * s * g + s * s * q) / n - (2 * (s / n) * r + (s / n) ** 2 * q)
+
+    def _move_delta(self, units: IntArray) -> FloatArray:
+        """(len(units), n): change of F if each unit (on a staying node) moves to each column."""
+        n = len(self.nodes)
+        a = self.col[units]
+        sa = self.scale[a][:, None]
+        sb = self.scale[None, :]
+        g, q, r = self.g[units], self.q[units][:, None], self.r[units][:, None]
+        ga = g[np.arange(len(units)), a][:, None]
+        d = (sb - sa) / n
+        return (-2 * sa * ga + sa * sa * q + 2 * sb * g + sb * sb * q) / n - (2 * d * r + d * d * q)
+
+    def _feasible(self, units: IntArray) -> BoolArray:
+        """(len(units), n): cap, resources and budget allow each unit to end on each column."""
+        inst = self.instance
+        ok = self.mean_load[None, :] + inst.load[units][:, None] <= self.cap_load[None, :]
+        if self.usage.shape[1]:
+            ok &= (self.usage[None, :, :] + self.unit_usage[units][:, None, :] <= self.room[None, :, :]).all(
+                axis=2
+            )
+        count, cost = self._budget(units)
+        if inst.max_migrations is not None:
+            ok &= self.moved_count + count <= inst.max_migrations
+        if inst.max_migration_cost is not None:
+            ok &= self.moved_cost + cost <= inst.max_migration_cost * (1 + 1e-12)
+        return np.asarray(ok)
+
+    def _budget(self, units: IntArray) -> tuple[IntArray, FloatArray]:
+        inst = self.instance
+        current = inst.current[units]
+        placed = current != UNPLACED
+        here = self.assignment()[units]
+        target = self.nodes[None, :]
+        count = np.where(
+            placed[:, None], (target != current[:, None]).astype(np.int64) - (here != current)[:, None], 0
+        )
+        return count, count * inst.state_size[units][:, None]
+
+    # ------------------------------------------------------------------------------------------------- steps
+
+    def _shift(self, unit: int, column: int, sign: float) -> None:
+        """Add (sign 1) or remove (sign -1) the unit's series to a column, updating Z, G, mu and r."""
+        n = len(self.nodes)
+        x = self.series[unit]
+        s = self.scale[column] * sign
+        px = self.series @ x
+        self.z[column] += s * x
+        self.g[:, column] += s * px
+        self.mu += s * x / n
+        self.r += (s / n) * px
+        self.mean_load[column] += sign * self.instance.load[unit]
+        self.usage[column] += sign * self.unit_usage[unit]
+
+    def move(self, unit: int, column: int) -> None:
+        inst = self.instance
+        current = int(inst.current[unit])
+        before = self.assignment()[unit]
+        if self.col[unit] >= 0:
+            self._shift(unit, int(self.col[unit]), -1.0)
+        self._shift(unit, column, 1.0)
+        self.col[unit] = column
+        if current != UNPLACED:
+            change = int(self.nodes[column] != current) - int(before != current)
+            self.moved_count += change
+            self.moved_cost += change * float(inst.state_size[unit])
+
+    def place_all(self, units: IntArray) -> list[int]:
+        """Units not on a staying node (draining or unplaced), largest first, each where F rises least;
+        returns those the cap, resources or budget leave where they are."""
+        stuck = []
+        for unit in units[np.argsort(-self.instance.load[units], kind="stable")]:
+            one = np.array([unit])
+            delta = np.where(self._feasible(one), self._insert_delta(one), np.inf)[0]
+            if not np.isfinite(delta).any():
+                stuck.append(int(unit))
+                continue
+            self.move(int(unit), int(np.argmin(delta)))
+        return stuck
+
+    def improve(self, deadline: float, max_steps: int) -> int:
+        """Best-improvement moves, then swaps when no move helps; returns the steps taken."""
+        inst = self.instance
+        movable = np.flatnonzero(inst.movable & (self.col >= 0))
+        if not len(movable) or len(self.nodes) < 2:
+            return 0
+        tol = 1e-12 * max(self.objective, 1e-300)
+        state = inst.state_size
+        for step in range(max_steps):
+            if time.perf_counter() > deadline:
+                return step
+            delta = np.where(self._feasible(movable), self._move_delta(movable), np.inf)
+            delta[np.arange(len(movable)), self.col[movable]] = np.inf
+            best = float(delta.min())
+            if best < -tol:
+                near = delta <= best * (1 - TIE) if best < 0 else delta <= best
+                cost = np.where(near, np.broadcast_to(state[movable][:, None], delta.shape), np.inf)
+                r, c = np.unravel_index(int(np.argmin(cost)), cost.shape)
+                self.move(int(movable[r]), int(c))
+                continue
+            swap = self._best_swap(movable, tol) if len(movable) <= MAX_SWAP_UNITS else None
+            if swap is None:
+                return step
+            i, k = swap
+            a, b = int(self.col[i]), int(self.col[k])
+            self.move(i, b)
+            self.move(k, a)
+        return max_steps
+
+    def _best_swap(self, movable: IntArray, tol: float) -> tuple[int, int] | None:
+        n = len(self.nodes)
+        inst = self.instance
+        delta = self._move_delta(movable)  # (m, n)
+        cols = self.col[movable]
+        single = delta[:, cols]  # single[i, k] = delta of i moving to k's column
+        sa = self.scale[cols]
+        d = (sa[None, :] - sa[:, None]) / n
+        if self.product is None:
+            self.product = (
+                self.series[movable] @ self.series[movable].T
+            )  # fixed: the movable set never changes
+        product = self.product
+        swap = single + single.T + (2 * d * d - (2.0 / n) * (sa[:, None] ** 2 + sa[None, :] ** 2)) * product
+        exchange = inst.load[movable][None, :] - inst.load[movable][:, None]  # k's load arrives on i's column
+        ok = (cols[:, None] != cols[None, :]) & (swap < -tol)
+        ok &= self.mean_load[cols][:, None] + exchange <= self.cap_load[cols][:, None]
+        ok &= self.mean_load[cols][None, :] - exchange <= self.cap_load[cols][None, :]
+        if not ok.any():
+            return None
+        order = np.argsort(np.where(ok, swap, np.inf), axis=None, kind="stable")[:64]
+        for flat in order:
+            i, k = np.unravel_index(int(flat), swap.shape)
+            if not ok[i, k]:
+                break
+            ui, uk = int(movable[i]), int(movable[k])
+            if self._swap_allowed(ui, uk):
+                return ui, uk
+        return None
+
+    def _swap_allowed(self, i: int, k: int) -> bool:
+        inst = self.instance
+        a, b = int(self.col[i]), int(self.col[k])
+        if self.usage.shape[1]:
+            exchange = self.unit_usage[k] - self.unit_usage[i]
+            if (self.usage[a] + exchange > self.room[a]).any() or (
+                self.usage[b] - exchange > self.room[b]
+            ).any():
+                return False
+        here = self.assignment()
+        count, cost = 0, 0.0
+        for unit, target in ((i, self.nodes[b]), (k, self.nodes[a])):
+            current = int(inst.current[unit])
+            if current != UNPLACED:
+                change = int(target != current) - int(here[unit] != current)
+                count += change
+                cost += change * float(inst.state_size[unit])
+        if inst.max_migrations is not None and self.moved_count + count > inst.max_migrations:
+            return False
+        return inst.max_migration_cost is None or self.moved_cost + cost <= inst.max_migration_cost * (
+            1 + 1e-12
+        )
+
+
+def summed_variance(instance: AssignmentInstance, series: FloatArray, assignment: IntArray) -> float:
+    """F of an assignment (units not on a staying node count nowhere)."""
+    return VarianceSearch.start(instance, series, assignment).objective
