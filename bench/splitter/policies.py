@@ -40,6 +40,7 @@ class EndpointPolicy:
     clustering: str = "auto"
     resolution: int = 1000
     max_change: int | None = None
+    steady_weights: bool = True
     model: dict[str, Any] | None = None
     clusters: list[list[list[int]]] = field(default_factory=list)
     predicted: list[float] = field(default_factory=list)
@@ -56,6 +57,7 @@ class EndpointPolicy:
             "max_change": self.max_change,
             "exploration_decay": self.exploration_decay,
             "clustering": self.clustering,
+            "steady_weights": self.steady_weights,
         }
         response = self.client.post("/v1/splitter/weights", json=body)
         if response.status_code != 200:
