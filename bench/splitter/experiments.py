@@ -239,3 +239,112 @@ def scaling_experiment(
         {name: r.total_time_s / oracle for name, r in results.items()},
         {name: r.final_throughput for name, r in results.items()},
     )
+
+
+# ------------------------------------------------------------------------------------------------ membership changes
+
+DEAD = 1e4  # a "dead" worker: 10,000x slower (10 s per 1,000-multiply tuple), it stalls whatever it is sent
+MEMBERSHIP_EVENT_S = 30.0
+
+
+@dataclass
+class MembershipRun:
+    name: str
+    result: RunResult
+    subject: int  # the connection that joins, dies or recovers
+    event_s: float
+    fair_share: float  # the subject's weight in the offline best split of the final phase
+    calls_to_90: int | None  # calls after the event until the subject holds >= 90% of its fair share for good
+    max_tuple_share: (
+        float  # the largest share of any interval's tuples that went to the subject after the event
+    )
+    reexplorations: int  # calls after the event at which a weight-0 subject was given weight again
+    calls_after_event: int
+    throughput_vs_best: float  # final throughput / the offline best split's, for the final phase
+
+
+def membership_run(
+    client: JsonPoster,
+    name: str,
+    final_slowdown: list[float],
+    phases: tuple[tuple[float, list[float]], ...] = (),
+    join: bool = False,
+    duration_s: float = 150.0,
+    steady_weights: bool = True,
+) -> MembershipRun:
+    """Four 1,000-multiply workers; connection 4 joins at MEMBERSHIP_EVENT_S (weight 0, as an engine adds a
+    channel) or the workers' speeds change at the phase times."""
+    n, subject = len(final_slowdown), len(final_slowdown) - 1
+    start = np.ones(n) if join else np.asarray(phases[0][1] if not phases else np.ones(n))
+    reg = Region(
+        service_s=np.full(n, MULT_S),
+        slowdown=np.ones(n) if join else start,
+        phases=tuple((t, np.asarray(s, dtype=np.float64)) for t, s in phases)
+        + (((MEMBERSHIP_EVENT_S, np.asarray(final_slowdown, dtype=np.float64)),) if join else ()),
+        splitter_s=SPLITTER_S,
+        send_buffer=SEND_BUFFER,
+        merge_buffer=MERGE_BUFFER,
+    )
+    final = np.asarray(final_slowdown, dtype=np.float64)
+    best = offline_best_weights(reg, final, 50_000)
+    best_rate = simulate(
+        Region(
+            reg.service_s, final, splitter_s=SPLITTER_S, send_buffer=SEND_BUFFER, merge_buffer=MERGE_BUFFER
+        ),
+        50_000,
+        best,
+    ).final_throughput
+    ids = [f"c{j + 1}" for j in range(n)]
+    policy = EndpointPolicy(
+        client, ids, steady_weights=steady_weights, joins={ids[subject]: MEMBERSHIP_EVENT_S} if join else {}
+    )
+    initial = np.concatenate([even_weights(n - 1), [0]]) if join else even_weights(n)
+    tuples = int(duration_s * min(float((1.0 / (reg.service_s * final)).sum()), 1.0 / SPLITTER_S))
+    result = simulate(reg, tuples, initial, policy)
+    times, weights = weight_matrix(result)
+    event = phases[0][0] if phases else MEMBERSHIP_EVENT_S
+    after = times >= event
+    subject_w = weights[after, subject]
+    fair = float(best[subject])
+    below = np.flatnonzero(subject_w < 0.9 * fair)
+    calls_to_90 = (0 if not len(below) else int(below[-1]) + 1) if fair > 0 else None
+    if calls_to_90 is not None and calls_to_90 >= len(subject_w):
+        calls_to_90 = None
+    sent = np.diff(np.asarray(result.trace.sent), axis=0, prepend=0)[after]
+    share = sent[:, subject] / np.maximum(sent.sum(axis=1), 1)
+    zero_then_up = (subject_w[1:] > 0) & (subject_w[:-1] == 0)
+    return MembershipRun(
+        name,
+        result,
+        subject,
+        event,
+        fair,
+        calls_to_90,
+        float(share.max()) if len(share) else 0.0,
+        int(zero_then_up.sum()),
+        int(after.sum()),
+        result.final_throughput / best_rate,
+    )
+
+
+def membership_scenarios(client: JsonPoster, steady_weights: bool = True) -> list[MembershipRun]:
+    """Join fast, join 100x slow, die (for good), die and recover 90 s later; 4 workers, events at 30 s."""
+    alive, dead = [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, DEAD]
+    t = MEMBERSHIP_EVENT_S
+    return [
+        membership_run(client, "join fast", alive, join=True, steady_weights=steady_weights),
+        membership_run(
+            client, "join 100x slow", [1.0, 1.0, 1.0, 100.0], join=True, steady_weights=steady_weights
+        ),
+        membership_run(
+            client, "die", dead, phases=((t, dead),), duration_s=t + 300.0, steady_weights=steady_weights
+        ),
+        membership_run(
+            client,
+            "die, recover after 90 s",
+            alive,
+            phases=((t, dead), (t + 90.0, alive)),
+            duration_s=t + 240.0,
+            steady_weights=steady_weights,
+        ),
+    ]

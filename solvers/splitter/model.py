@@ -54,7 +54,9 @@ MIN_DECAY_SCALE = 1.0 / 64
 BLOCKED_AGAIN_FACTOR = 2.0
 # Measurement noise of a blocking rate (seconds per second): weights move only when the predicted maximum blocking
 # rate improves by more than the noise: max(NOISE_RATE, NOISE_SHARE x the current maximum, the standard error of
-# the point that attains it). The paper re-optimises every call; in a saturated region blocking is bang-bang (the
+# the point that attains it). The standard error counts at most half the current maximum: a point whose level just
+# shifted (a dead connection measured after a re-exploration) has a large variance too, and halving the blocking
+# is always worth a move. The paper re-optimises every call; in a saturated region blocking is bang-bang (the
 # draft leader blocks ~100% of an interval, the others 0%), so most of those moves trade one noisy point against
 # another and, with transition intervals, cause the swings of Fig. 11.
 NOISE_RATE = 2e-3
@@ -387,27 +389,35 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         labels = cluster_connections(values, max_point_rate)
     else:
         labels = np.arange(n_connections)
-    n_clusters = int(labels.max()) + 1
-    if n_clusters == n_connections:
-        clusters = [[j] for j in range(n_connections)]
-        new_weights, predicted = fox_minimax(values, lower, upper, resolution, prefer=weights)
-        expected = values[np.arange(n_connections), new_weights]
-        current = values[np.arange(n_connections), weights]
-    else:
-        clusters = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
-        new_weights, predicted, expected, current = _solve_clustered(
-            clusters, point_arrays, values, weights, lower, upper, resolution
-        )
+    clusters = [np.flatnonzero(labels == c).tolist() for c in range(int(labels.max()) + 1)]
 
-    # Steady weights: keep the current ones unless the optimum is better by more than the noise (and they are
-    # within the bounds, e.g. no newcomer waits for its probe).
+    def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
+        if len(clusters) == n_connections:
+            rows = np.arange(n_connections)
+            solved, optimum = fox_minimax(values, lo, up, resolution, prefer=weights)
+            return solved, optimum, values[rows, solved], values[rows, weights]
+        return _solve_clustered(clusters, point_arrays, values, weights, lo, up, resolution)
+
+    new_weights, predicted, expected, current = solve(lower, upper)
+    # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
+    # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
+    # rises (a probe-sized step toward a much better split is worth taking; it is the size of the step, not the
+    # decision to move, that evidence limits).
     if request.steady and memory.calls > 0:
         now = float(current.max())
         worst = int(current.argmax())
-        noise = max(NOISE_RATE, NOISE_SHARE * now, connections[worst].standard_error(int(weights[worst])))
+        spread = min(connections[worst].standard_error(int(weights[worst])), now / 2)
+        noise = max(NOISE_RATE, NOISE_SHARE * now, spread)
         within = bool(np.all((weights >= lower) & (weights <= upper)))
         if within and now - predicted <= noise:
-            new_weights, predicted, expected = weights.copy(), now, current
+            free_upper = (
+                upper
+                if request.max_change is not None
+                else np.full(n_connections, resolution, dtype=np.int64)
+            )
+            _, best, _, _ = solve(lower, free_upper)
+            if now - best <= noise:
+                new_weights, predicted, expected = weights.copy(), now, current
 
     for j, connection in enumerate(connections):
         w = int(new_weights[j])
