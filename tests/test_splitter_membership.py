@@ -91,11 +91,10 @@ def test_weights_stay_when_the_gain_is_within_the_noise() -> None:
     assert steady.weights.tolist() == [500, 500]
 
 
-def test_membership_scenarios_meet_the_targets(client: TestClient) -> None:
-    runs = {run.name: run for run in ex.membership_scenarios(client)}
-    fast = runs["join fast"]
+def test_newcomers_through_the_endpoint_fast_reaches_its_share_slow_stays_small(client: TestClient) -> None:
+    # Issue 12: a fast newcomer reached 113 of 1000 after 60 calls (fair share 250); a 100x one jumped to 335.
+    fast, slow = ex.membership_scenarios(client, joins_only=True, join_duration_s=90.0)
     assert fast.calls_to_90 is not None and fast.calls_to_90 <= 20, fast.calls_to_90
-    assert runs["join 100x slow"].max_tuple_share <= 0.05
-    assert runs["die"].reexplorations <= 5
-    for run in runs.values():
-        assert run.throughput_vs_best >= 0.8, (run.name, run.throughput_vs_best)
+    assert fast.throughput_vs_best >= 0.9, fast.throughput_vs_best
+    assert slow.max_tuple_share <= 0.05, slow.max_tuple_share
+    assert slow.throughput_vs_best >= 0.7, slow.throughput_vs_best

@@ -48,14 +48,54 @@ def blocking_function(
     values = np.interp(grid, x, y)
     beyond = grid > x[-1]
     if beyond.any():
-        slope = max((y[-1] - y[-2]) / (x[-1] - x[-2]), y[-1] / x[-1], MIN_SLOPE) if len(x) >= 2 else MIN_SLOPE
+        slope = _extrapolation_slope(x, y) if len(x) >= 2 else MIN_SLOPE
         values[beyond] = y[-1] + slope * (grid[beyond] - x[-1])
     return values
 
 
-def blocking_functions(points: list[FloatArray], resolution: int, pooled: bool = False) -> FloatArray:
-    """(len(points), resolution + 1) functions from each (3, k) array of (weights, rates, counts) columns."""
-    values = np.empty((len(points), resolution + 1))
-    for j, (w, rate, count) in enumerate(points):
-        values[j] = blocking_function(w, rate, count, resolution, pooled)
-    return values
+def _extrapolation_slope(x: FloatArray, y: FloatArray) -> float:
+    """Slope beyond the last point (x[-1] > 0; x[0] = 0 is the origin): see the module docstring."""
+    return max((y[-1] - y[-2]) / (x[-1] - x[-2]), y[-1] / x[-1], MIN_SLOPE)
+
+
+def blocking_functions(points: list[FloatArray], resolution: int) -> FloatArray:
+    """(len(points), resolution + 1) functions from each (3, k) array of (weights, rates, counts) columns.
+
+    The same functions as `blocking_function(..., pooled=True)` row by row, in one vectorised pass: all rows are
+    laid end to end on one axis, row j shifted by j x stride, so that a single np.interp evaluates every row (each
+    row's grid points lie within its own stretch); beyond a row's last point the extrapolation replaces what interp
+    returned. Points sharing a weight within a row (pooled cluster data) are merged first. Only rows whose data
+    decrease need the monotone regression (a Python call each)."""
+    n = len(points)
+    grid = np.arange(resolution + 1, dtype=np.float64)
+    sizes = np.fromiter((p.shape[1] for p in points), dtype=np.int64, count=n)
+    if not sizes.any():
+        return np.broadcast_to(MIN_SLOPE * grid, (n, resolution + 1)).copy()
+    stacked = np.concatenate([np.zeros((3, n)), *points], axis=1)  # an origin per row first
+    stacked[2, :n] = 1.0
+    row = np.concatenate((np.arange(n), np.repeat(np.arange(n), sizes)))
+    stride = float(max(resolution, stacked[0].max()) + 2)
+    key, group = np.unique(row * stride + stacked[0], return_inverse=True)  # sorted by row, then weight
+    group = group.ravel()
+    weight = np.bincount(group, weights=stacked[2])
+    y = np.bincount(group, weights=stacked[1] * stacked[2]) / weight
+    row = (key // stride).astype(np.int64)
+    x = key - row * stride
+    starts = np.searchsorted(row, np.arange(n))
+    last = np.append(starts[1:], len(key)) - 1
+    decreasing = np.flatnonzero((np.diff(y) < 0) & (row[1:] == row[:-1]))
+    for j in np.unique(row[decreasing + 1]).tolist():
+        part = slice(int(starts[j]), int(last[j]) + 1)
+        y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
+    values = np.interp((grid[None, :] + stride * np.arange(n)[:, None]).ravel(), key, y).reshape(
+        n, resolution + 1
+    )
+    has_points = last > starts
+    x_last, y_last = x[last], y[last]
+    slope = np.full(n, MIN_SLOPE)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        segment = (y_last - y[last - 1]) / (x_last - x[last - 1])
+        ray = y_last / x_last
+    slope[has_points] = np.maximum(np.maximum(segment, ray), MIN_SLOPE)[has_points]
+    beyond = grid[None, :] > x_last[:, None]
+    return np.where(beyond, y_last[:, None] + slope[:, None] * (grid[None, :] - x_last[:, None]), values)

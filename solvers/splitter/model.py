@@ -94,7 +94,7 @@ class ConnectionMemory:
     weight: int = -1  # weight returned at the previous call (-1: none yet)
     previous_weight: int = -1  # the weight before that one (-1: none)
     changed_at: float = float("-inf")  # observed_at of the call that changed the weight
-    expected_rate: float = 0.0  # F(weight) when it was returned
+    expected_rate: float = 0.0  # F(weight) when the weight was changed to it
     decay_scale: float = 1.0  # this connection's share of exploration_decay
 
     def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
@@ -278,13 +278,17 @@ def _measure(
             credit = float(np.clip((elapsed - TRANSITION_S) / elapsed, 0.0, 1.0))
         if credit > 0.0 or not np.any(connection.w == w):
             connection.smooth_in(w, rate, call, max(credit, 1e-3))
-        raised = changed_now and w > connection.previous_weight >= 0
-        if raised:
+        # A raised weight is on probation until judged: blocked again (any interval at it) halves the decay; clean
+        # over a whole interval after the transition restores it. Judged, the raise is closed (previous = current).
+        # Not judged clean on the first interval: a stall in progress is on no counter yet (select() returns first).
+        if connection.weight == w and w > connection.previous_weight >= 0:
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
             if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
-            elif rate <= connection.expected_rate + noise:
+                connection.previous_weight = w
+            elif not changed_now and rate <= connection.expected_rate + noise:
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
+                connection.previous_weight = w
     return True
 
 
@@ -362,7 +366,11 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
             connection.counter = float(counters[j])
         if elapsed > 0 and request.exploration_decay > 0:
             exponent = connection.decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
-            connection.rate[connection.w > weights[j]] *= (1.0 - request.exploration_decay) ** exponent
+            above = connection.w > weights[j]
+            connection.rate[above] *= (1.0 - request.exploration_decay) ** exponent
+            # A decayed point is a guess, not a measurement: the next measurement there counts as the second of
+            # the point (gain 1/2), so a re-exploration that blocks again shows at once.
+            connection.n[above & (connection.n > 1)] = 1
         if len(connection.w) > MAX_POINTS:
             # Newest first; among equally recent points the ones nearest the current weight first.
             order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
@@ -398,34 +406,34 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
             return solved, optimum, values[rows, solved], values[rows, weights]
         return _solve_clustered(clusters, point_arrays, values, weights, lo, up, resolution)
 
-    new_weights, predicted, expected, current = solve(lower, upper)
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
     # rises (a probe-sized step toward a much better split is worth taking; it is the size of the step, not the
-    # decision to move, that evidence limits).
-    if request.steady and memory.calls > 0:
+    # decision to move, that evidence limits). The free optimum is never worse than the bounded one, so one solve
+    # decides, and a second one (bounded) runs only when the weights move.
+    solved = None
+    if request.steady and memory.calls > 0 and np.all((weights >= lower) & (weights <= upper)):
+        free_upper = (
+            upper if request.max_change is not None else np.full(n_connections, resolution, dtype=np.int64)
+        )
+        solved = solve(lower, free_upper)
+        current = solved[3]
         now = float(current.max())
         worst = int(current.argmax())
         spread = min(connections[worst].standard_error(int(weights[worst])), now / 2)
-        noise = max(NOISE_RATE, NOISE_SHARE * now, spread)
-        within = bool(np.all((weights >= lower) & (weights <= upper)))
-        if within and now - predicted <= noise:
-            free_upper = (
-                upper
-                if request.max_change is not None
-                else np.full(n_connections, resolution, dtype=np.int64)
-            )
-            _, best, _, _ = solve(lower, free_upper)
-            if now - best <= noise:
-                new_weights, predicted, expected = weights.copy(), now, current
+        if now - solved[1] <= max(NOISE_RATE, NOISE_SHARE * now, spread):
+            solved = (weights.copy(), now, current, current)
+        elif request.max_change is None:
+            solved = None
+    new_weights, predicted, expected, _ = solved if solved is not None else solve(lower, upper)
 
     for j, connection in enumerate(connections):
         w = int(new_weights[j])
         if w != int(weights[j]) or connection.weight < 0:
             connection.previous_weight = int(weights[j])
             connection.changed_at = request.observed_at
+            connection.expected_rate = float(min(expected[j], MAX_BLOCKING_RATE))
         connection.weight = w
-        connection.expected_rate = float(min(expected[j], MAX_BLOCKING_RATE))
 
     memory.connections = dict(zip(request.ids, connections, strict=True))
     if memory.calls == 0 or measured:
@@ -456,7 +464,6 @@ def _solve_clustered(
             for members in multi
         ],
         resolution,
-        pooled=True,
     )
     cluster_values = np.empty((len(clusters), resolution + 1))
     k = 0
