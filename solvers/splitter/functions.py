@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from solvers.instance import FloatArray
+from solvers.instance import FloatArray, IntArray
 
 MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s over 1000 units
 
@@ -66,13 +66,22 @@ def blocking_functions(points: list[FloatArray], resolution: int) -> FloatArray:
     row's grid points lie within its own stretch); beyond a row's last point the extrapolation replaces what interp
     returned. Points sharing a weight within a row (pooled cluster data) are merged first. Only rows whose data
     decrease need the monotone regression (a Python call each)."""
-    n = len(points)
+    sizes = np.fromiter((p.shape[1] for p in points), dtype=np.int64, count=len(points))
+    w, rate, count = np.concatenate([np.zeros((3, 0)), *points], axis=1)
+    return blocking_functions_flat(w, rate, count, sizes, resolution)
+
+
+def blocking_functions_flat(
+    w: FloatArray, rate: FloatArray, count: FloatArray, sizes: IntArray, resolution: int
+) -> FloatArray:
+    """`blocking_functions` from the points of all rows end to end (row j's are the next sizes[j])."""
+    n = len(sizes)
     grid = np.arange(resolution + 1, dtype=np.float64)
-    sizes = np.fromiter((p.shape[1] for p in points), dtype=np.int64, count=n)
     if not sizes.any():
         return np.broadcast_to(MIN_SLOPE * grid, (n, resolution + 1)).copy()
-    stacked = np.concatenate([np.zeros((3, n)), *points], axis=1)  # an origin per row first
-    stacked[2, :n] = 1.0
+    stacked = np.empty((3, n + len(w)))  # an origin per row first
+    stacked[:, :n] = [[0.0], [0.0], [1.0]]
+    stacked[0, n:], stacked[1, n:], stacked[2, n:] = w, rate, count
     row = np.concatenate((np.arange(n), np.repeat(np.arange(n), sizes)))
     stride = float(max(resolution, stacked[0].max()) + 2)
     key, group = np.unique(row * stride + stacked[0], return_inverse=True)  # sorted by row, then weight

@@ -22,7 +22,7 @@ import numpy as np
 from solvers.instance import FloatArray, IntArray
 from solvers.splitter.clustering import cluster_connections
 from solvers.splitter.fox import fox_minimax
-from solvers.splitter.functions import blocking_functions
+from solvers.splitter.functions import blocking_functions, blocking_functions_flat
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
@@ -49,6 +49,8 @@ DECAY_REFERENCE_S = 1.0
 # that did not block restores it (doubling). A dead connection then costs a handful of stalls per hour, not one a
 # minute.
 MIN_DECAY_SCALE = 1.0 / 64
+# A raise is judged clean (the decay restored) only after this long at the raised weight without blocking.
+CLEAN_AFTER_S = 10.0
 # "Blocked again": the rate measured at the raised weight exceeds the rate predicted there by this factor plus the
 # noise floor.
 BLOCKED_AGAIN_FACTOR = 2.0
@@ -207,6 +209,14 @@ def even_split(total: int, lower: IntArray, upper: IntArray) -> IntArray:
     The level L is the largest integer with sum(clip(L, lower, upper)) <= total; the units left over go one each to
     members sitting exactly at L, in order.
     """
+    members = len(lower)
+    base, extra = divmod(total, members)
+    if int(lower.max()) <= base and int(upper.min()) >= base + (
+        extra > 0
+    ):  # the bounds do not bind: closed form
+        shares = np.full(members, base, dtype=np.int64)
+        shares[:extra] += 1
+        return shares
     lo, hi = int(lower.min()), int(upper.max())
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -279,14 +289,18 @@ def _measure(
         if credit > 0.0 or not np.any(connection.w == w):
             connection.smooth_in(w, rate, call, max(credit, 1e-3))
         # A raised weight is on probation until judged: blocked again (any interval at it) halves the decay; clean
-        # over a whole interval after the transition restores it. Judged, the raise is closed (previous = current).
-        # Not judged clean on the first interval: a stall in progress is on no counter yet (select() returns first).
+        # CLEAN_AFTER_S after the raise restores it. Judged, the raise is closed (previous = current). Not judged
+        # clean sooner: a stall in progress is on no counter yet (select() returns first), and a small probe on a
+        # dead worker blocks only once its send buffer is full (seconds later).
         if connection.weight == w and w > connection.previous_weight >= 0:
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
             if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
                 connection.previous_weight = w
-            elif not changed_now and rate <= connection.expected_rate + noise:
+            elif (
+                request.observed_at - connection.changed_at >= CLEAN_AFTER_S
+                and rate <= connection.expected_rate + noise
+            ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
     return True
@@ -361,28 +375,41 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     # raw points they are built from, which with the monotone regression has the same effect and keeps the model
     # small (points, not a grid of R + 1 values per connection). Per second of elapsed time and per connection's
     # back-off (see DECAY_REFERENCE_S, MIN_DECAY_SCALE).
+    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+    owner = np.repeat(np.arange(n_connections), sizes)
+    decaying: list[int] = []
+    if elapsed > 0 and request.exploration_decay > 0 and sizes.any():
+        w_all = np.concatenate([c.w for c in connections])
+        decaying = np.unique(owner[w_all > weights[owner]]).tolist()
+    for j in decaying:
+        connection = connections[j]
+        exponent = connection.decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
+        above = connection.w > weights[j]
+        connection.rate[above] *= (1.0 - request.exploration_decay) ** exponent
+        # A decayed point is a guess, not a measurement: the next measurement there counts as the second of the
+        # point (gain 1/2), so a re-exploration that blocks again shows at once.
+        connection.n[above & (connection.n > 1)] = 1
+    for j in np.flatnonzero(sizes > MAX_POINTS).tolist():
+        connection = connections[j]
+        # Newest first; among equally recent points the ones nearest the current weight first.
+        order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
+        connection.keep(np.sort(order[:MAX_POINTS]))
     for j, connection in enumerate(connections):
         if measured or not known[j]:
             connection.counter = float(counters[j])
-        if elapsed > 0 and request.exploration_decay > 0:
-            exponent = connection.decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
-            above = connection.w > weights[j]
-            connection.rate[above] *= (1.0 - request.exploration_decay) ** exponent
-            # A decayed point is a guess, not a measurement: the next measurement there counts as the second of
-            # the point (gain 1/2), so a re-exploration that blocks again shows at once.
-            connection.n[above & (connection.n > 1)] = 1
-        if len(connection.w) > MAX_POINTS:
-            # Newest first; among equally recent points the ones nearest the current weight first.
-            order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
-            connection.keep(order[:MAX_POINTS])
-        connection.keep(np.argsort(connection.w, kind="stable"))
 
     no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
-    point_arrays = [np.vstack((c.w, c.rate, c.n)).astype(np.float64) for c in connections]
-    values = blocking_functions(point_arrays, resolution)
+    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+    values = blocking_functions_flat(
+        np.concatenate([c.w for c in connections]).astype(np.float64),
+        np.concatenate([c.rate for c in connections]),
+        np.concatenate([c.n for c in connections]).astype(np.float64),
+        sizes,
+        resolution,
+    )
     lower, upper = _bounds(request, connections, newcomers)
     if newcomers.any():
         notes.append(
@@ -404,6 +431,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
             rows = np.arange(n_connections)
             solved, optimum = fox_minimax(values, lo, up, resolution, prefer=weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
+        point_arrays = [np.array((c.w, c.rate, c.n), dtype=np.float64) for c in connections]
         return _solve_clustered(clusters, point_arrays, values, weights, lo, up, resolution)
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
