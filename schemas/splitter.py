@@ -10,9 +10,13 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from schemas.common import Identifier, NonNegativeFloat, ResponseModel, StrictModel
+from solvers.splitter.model import MAX_CALLS, MIN_DECAY_SCALE
 from solvers.splitter.model import MAX_POINTS as MAX_POINTS_PER_CONNECTION
 
-MODEL_VERSION = 1
+# Version 2 adds each connection's weight state (returned weight, the one before, when it changed, the predicted
+# rate, the exploration back-off). A version-1 model is migrated: its points are kept, the weight state starts empty.
+MODEL_VERSION = 2
+MIGRATED_VERSIONS = (1,)
 MAX_CONNECTIONS = 4_096
 MIN_RESOLUTION = 2
 MAX_RESOLUTION = 100_000
@@ -33,7 +37,8 @@ class SplitterConnection(StrictModel):
 
 class ModelConnection(StrictModel):
     """A connection's raw data points of its blocking-rate function (Section 5.1), column by column: point k is
-    (w[k], rate[k], n[k], seen[k]). Columns keep the model small and fast to parse."""
+    (w[k], rate[k], n[k], seen[k], var[k]). Columns keep the model small and fast to parse. Then the state of its
+    weight (version 2)."""
 
     id: Identifier
     cumulative_blocking_s: NonNegativeFloat = Field(description="Counter value at the previous call.")
@@ -48,20 +53,44 @@ class ModelConnection(StrictModel):
     n: list[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
         default_factory=list, max_length=MAX_POINTS_PER_CONNECTION, description="Observations smoothed in."
     )
-    seen: list[Annotated[int, Field(ge=0)]] = Field(
+    seen: list[Annotated[int, Field(ge=0, le=MAX_CALLS)]] = Field(
         default_factory=list,
         max_length=MAX_POINTS_PER_CONNECTION,
         description="Call number of each point's latest observation (the oldest is evicted first).",
+    )
+    var: list[NonNegativeFloat] | None = Field(
+        default=None,
+        max_length=MAX_POINTS_PER_CONNECTION,
+        description="Smoothed variance of the observations at each point (version 2; absent: 0).",
+    )
+    weight: int = Field(
+        default=-1, ge=-1, le=MAX_RESOLUTION, description="Weight returned at the previous call."
+    )
+    previous_weight: int = Field(
+        default=-1, ge=-1, le=MAX_RESOLUTION, description="The weight in force before that one (-1: none)."
+    )
+    changed_at: float | None = Field(
+        default=None, allow_inf_nan=False, description="observed_at of the call that changed the weight."
+    )
+    expected_rate: NonNegativeFloat = Field(default=0.0, description="Blocking rate predicted at `weight`.")
+    decay_scale: float = Field(
+        default=1.0,
+        ge=MIN_DECAY_SCALE,
+        le=1.0,
+        allow_inf_nan=False,
+        description="This connection's share of exploration_decay (halved after a re-exploration that blocked again).",
     )
 
 
 class SplitterModel(StrictModel):
     """What the splitter model learned so far; send it back unchanged on the next call."""
 
-    version: int = Field(description=f"Model format version; this service reads version {MODEL_VERSION}.")
+    version: int = Field(
+        description=f"Model format version; this service writes {MODEL_VERSION} and migrates {MIGRATED_VERSIONS}."
+    )
     resolution: int = Field(ge=MIN_RESOLUTION, le=MAX_RESOLUTION)
     observed_at: float = Field(allow_inf_nan=False, description="observed_at of the previous call.")
-    calls: int = Field(ge=0, description="Calls that built this model.")
+    calls: int = Field(ge=0, le=MAX_CALLS, description="Calls that built this model (saturates at 2**53).")
     connections: list[ModelConnection] = Field(max_length=MAX_CONNECTIONS)
 
 
@@ -82,15 +111,23 @@ class SplitterRequest(StrictModel):
     max_change: int | None = Field(
         default=None,
         ge=1,
-        description="Each weight moves at most this much per call (bounds m_j, M_j of Section 5.2); null: free.",
+        description="Each weight moves at most this much per call (bounds m_j, M_j of Section 5.2; values above "
+        "resolution mean free). null: evidence-limited steps (a weight rises by at most an eighth of itself or a "
+        "probe share per call; it falls freely; a newcomer at weight 0 starts at a probe share).",
     )
     exploration_decay: float = Field(
         default=0.1,
         ge=0.0,
         lt=1.0,
         allow_inf_nan=False,
-        description="Data points above a connection's current weight shrink by this fraction per call "
-        "(Section 5.4); 0 disables exploration (LB-static).",
+        description="Data points above a connection's current weight shrink by this fraction per second of "
+        "elapsed time (Section 5.4: per 1 s statistics interval), scaled by each connection's back-off; 0 disables "
+        "exploration (LB-static).",
+    )
+    steady_weights: bool = Field(
+        default=True,
+        description="Change weights only when the predicted gain exceeds the measurement noise, and count the "
+        "transition after a weight change less; false: the paper's variant (re-optimise every call).",
     )
     clustering: Literal["auto", "on", "off"] = Field(
         default="auto",
@@ -149,11 +186,12 @@ def request_errors(request: SplitterRequest) -> list[tuple[Loc, str]]:
 def model_errors(model: SplitterModel) -> list[tuple[Loc, str]]:
     """A model the caller sent back is untrusted: check what pydantic's field types cannot."""
     errors: list[tuple[Loc, str]] = []
-    if model.version != MODEL_VERSION:
+    if model.version != MODEL_VERSION and model.version not in MIGRATED_VERSIONS:
         errors.append(
             (
                 ("body", "model", "version"),
-                f"model version {model.version} is not {MODEL_VERSION}: start over with null",
+                f"model version {model.version} is neither {MODEL_VERSION} nor migratable "
+                f"{MIGRATED_VERSIONS}: start over with null",
             )
         )
         return errors
@@ -165,9 +203,19 @@ def model_errors(model: SplitterModel) -> list[tuple[Loc, str]]:
             )
         ids.add(connection.id)
         loc: Loc = ("body", "model", "connections", i)
-        if len({len(connection.w), len(connection.rate), len(connection.n), len(connection.seen)}) > 1:
-            errors.append((loc, "columns w, rate, n and seen must have equal length"))
+        columns: list[list[int] | list[float]] = [
+            connection.w,
+            connection.rate,
+            connection.n,
+            connection.seen,
+        ]
+        if connection.var is not None:
+            columns.append(connection.var)
+        if len({len(column) for column in columns}) > 1:
+            errors.append((loc, "columns w, rate, n, seen (and var) must have equal length"))
             continue
+        if connection.weight > model.resolution or connection.previous_weight > model.resolution:
+            errors.append(((*loc, "weight"), f"weights exceed the model's resolution {model.resolution}"))
         for k, w in enumerate(connection.w):
             if w > model.resolution:
                 errors.append(

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers.splitter.clustering import cluster_connections, function_features
-from solvers.splitter.functions import blocking_function
+from solvers.splitter.functions import blocking_function, blocking_functions
 from solvers.splitter.model import (
     MAX_POINTS,
     SplitterInput,
@@ -193,3 +193,23 @@ def test_knee_survives_the_exploration_decay() -> None:
     blocks_from_2 = np.where(grid >= 2, 0.5, 0.0)
     features = function_features(np.vstack([blocks_from_2, blocks_from_2 * 0.9**150]))
     assert features[0, 0] == features[1, 0] == np.log(2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(  # weights up to 200 > resolution 60 and repeated: pooled cluster data
+            st.tuples(st.integers(1, 200), st.floats(0, 10, allow_nan=False), st.integers(1, 4)),
+            max_size=8,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_vectorised_functions_equal_the_row_by_row_ones(rows: list[list[tuple[int, float, int]]]) -> None:
+    points = [
+        np.asarray([[p[0] for p in r], [p[1] for p in r], [p[2] for p in r]], dtype=np.float64).reshape(3, -1)
+        for r in rows
+    ]
+    expected = np.vstack([blocking_function(w, rate, count, 60, pooled=True) for w, rate, count in points])
+    np.testing.assert_allclose(blocking_functions(points, 60), expected, rtol=1e-12, atol=1e-12)

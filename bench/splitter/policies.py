@@ -40,15 +40,23 @@ class EndpointPolicy:
     clustering: str = "auto"
     resolution: int = 1000
     max_change: int | None = None
+    steady_weights: bool = True
+    # Membership: a connection listed here joins the region at that time (before it, it is not in the requests and
+    # its weight is 0; it joins at weight 0, as an engine adds a channel).
+    joins: dict[str, float] = field(default_factory=dict)
     model: dict[str, Any] | None = None
     clusters: list[list[list[int]]] = field(default_factory=list)
     predicted: list[float] = field(default_factory=list)
 
     def __call__(self, time: float, weights: IntArray, counters: FloatArray, changed: bool) -> IntArray:
+        members = [time >= self.joins.get(cid, float("-inf")) for cid in self.ids]
         body = {
             "connections": [
                 {"id": cid, "weight": int(w), "cumulative_blocking_s": float(c)}
-                for cid, w, c in zip(self.ids, weights.tolist(), counters.tolist(), strict=True)
+                for cid, w, c, member in zip(
+                    self.ids, weights.tolist(), counters.tolist(), members, strict=True
+                )
+                if member
             ],
             "observed_at": time,
             "model": self.model,
@@ -56,6 +64,7 @@ class EndpointPolicy:
             "max_change": self.max_change,
             "exploration_decay": self.exploration_decay,
             "clustering": self.clustering,
+            "steady_weights": self.steady_weights,
         }
         response = self.client.post("/v1/splitter/weights", json=body)
         if response.status_code != 200:
@@ -65,7 +74,7 @@ class EndpointPolicy:
         index = {cid: j for j, cid in enumerate(self.ids)}
         self.clusters.append([[index[cid] for cid in members] for members in answer["clusters"]])
         self.predicted.append(answer["predicted_max_blocking_rate"])
-        return np.asarray([answer["weights"][cid] for cid in self.ids], dtype=np.int64)
+        return np.asarray([answer["weights"].get(cid, 0) for cid in self.ids], dtype=np.int64)
 
 
 def offline_best_weights(

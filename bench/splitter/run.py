@@ -124,8 +124,10 @@ def main() -> None:
             f"{bottom.drafting_leader_changes} times |"
         )
         print(
-            f"| Fig. 11: fast/slow host | ~65%/35%, settled by 30 s | {f11.fast_share:.1f}%/{100 - f11.fast_share:.1f}%, "
-            f"within 10 points from {fmt(f11.settle_s, ' s')} |"
+            f"| Fig. 11: fast/slow host (speed ratio {ex.FAST_HOST_SPEEDUP:.2f} from the hosts' clock and IMUL "
+            f"latency) | ~65%/35%, settled by 30 s | {f11.fast_share:.1f}%/{100 - f11.fast_share:.1f}%, "
+            f"within 10 points from {fmt(f11.settle_s, ' s')}; {100 * f11.within_10_after_30s:.1f}% of the calls "
+            f"after 30 s within 10 points |"
         )
         cw = f12.class_weights
         print(
@@ -138,6 +140,60 @@ def main() -> None:
             f"{cw[100.0] / 10:.2f}% / {cw[5.0] / 10:.2f}% / {cw[1.0] / 10:.2f}% "
             f"(ideal by capacity 0.04% / 0.71% / 3.55%) |"
         )
+
+        print("\n## Membership changes (4 workers of 1,000 multiplies, event at 30 s)\n")
+        print(
+            "| scenario | calls to 90% of fair share (for good) | max share of an interval's tuples | "
+            "re-explorations / calls after the event | final throughput / offline best |"
+        )
+        print("|---|---|---|---|---|")
+        for run in ex.membership_scenarios(client):
+            print(
+                f"| {run.name} | {fmt(run.calls_to_90 if run.fair_share > 0 else None)} (fair {run.fair_share:.0f}) "
+                f"| {100 * run.max_tuple_share:.1f}% | {run.reexplorations} / {run.calls_after_event} "
+                f"| {run.throughput_vs_best:.2f} |",
+                flush=True,
+            )
+
+        print("\n## Fig. 11 bottom: time / Even-RR and throughput (tuples/s), 20,000 multiplies\n")
+        print(
+            "| PEs | "
+            + " | ".join(f"{a} time" for a in ex.FIG11_ALTERNATIVES)
+            + " | "
+            + " | ".join(f"{a} tuples/s" for a in ex.FIG11_ALTERNATIVES)
+            + " |"
+        )
+        print("|---" * (1 + 2 * len(ex.FIG11_ALTERNATIVES)) + "|")
+        for pes in (2, 8, 24) if args.quick else (2, 4, 8, 16, 24):
+            r11 = ex.fig11_bottom(client, pes)
+            print(
+                f"| {pes} | "
+                + " | ".join(f"{r11.time_vs_even_rr[a]:.2f}" for a in ex.FIG11_ALTERNATIVES)
+                + " | "
+                + " | ".join(f"{r11.throughput[a]:.0f}" for a in ex.FIG11_ALTERNATIVES)
+                + " |",
+                flush=True,
+            )
+
+        print("\n## Fig. 13: clustering on, half the PEs 100x removed at 1/8 (10 ms tuples)\n")
+        print(
+            "| PEs | "
+            + " | ".join(f"{a} time" for a in ex.ALTERNATIVES[1:])
+            + " | "
+            + " | ".join(f"{a} final" for a in ex.ALTERNATIVES)
+            + " |"
+        )
+        print("|---" * (2 * len(ex.ALTERNATIVES)) + "|")
+        for pes in (16, 32) if args.quick else ex.FIG13_PES:
+            row = ex.fig13(client, pes)
+            print(
+                f"| {pes} | "
+                + " | ".join(f"{row.time_vs_oracle[a]:.2f}" for a in ex.ALTERNATIVES[1:])
+                + " | "
+                + " | ".join(f"{row.final_throughput[a]:.0f}" for a in ex.ALTERNATIVES)
+                + " |",
+                flush=True,
+            )
 
         pes_list = (2, 8) if args.quick else (2, 4, 8, 16)
         for figure, tuple_s, load in (

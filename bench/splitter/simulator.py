@@ -37,6 +37,9 @@ class Region:
     slowdown: FloatArray  # (N,) external load factor at the start (100 = 100x more expensive)
     slowdown_after: FloatArray | None = None  # (N,) the factor once the load changes
     change_after_tuples: int | None = None  # the load changes once this many tuples were sent
+    # Load changes in time: from each (time_s, slowdown) on, the workers run at that slowdown (a "dead" worker is
+    # one whose slowdown is huge; it recovers when a later phase sets it back).
+    phases: tuple[tuple[float, FloatArray], ...] = ()
     splitter_s: float = 0.0  # the splitter's own cost per tuple (bounds the region's throughput)
     send_buffer: int = 16
     merge_buffer: int = 16
@@ -52,6 +55,7 @@ class Trace:
     weights: list[IntArray] = field(default_factory=list)  # weights in force after each call
     blocking_rates: list[FloatArray] = field(default_factory=list)  # per connection, over the interval before
     clusters: list[list[list[int]]] = field(default_factory=list)
+    sent: list[IntArray] = field(default_factory=list)  # tuples sent per connection so far, at each call
 
 
 @dataclass
@@ -109,10 +113,19 @@ def simulate(
     last_counters = np.zeros(n)
     last_call = 0.0
 
+    phases = sorted(region.phases, key=lambda phase: phase[0])
+    next_phase = 0
+    next_phase_at = phases[0][0] if phases else float("inf")
     for k in range(total_tuples):
         if k == change_at:
             change_time = send_time
             factor = after
+        while send_time >= next_phase_at:
+            factor = np.asarray(phases[next_phase][1], dtype=np.float64).tolist()
+            if change_time is None:
+                change_time = next_phase_at
+            next_phase += 1
+            next_phase_at = phases[next_phase][0] if next_phase < len(phases) else float("inf")
         j = schedule[position]
         position += 1
         if position == cycle:
@@ -137,6 +150,7 @@ def simulate(
                 elapsed = next_call - last_call
                 trace.times.append(next_call)
                 trace.blocking_rates.append((counters - last_counters) / elapsed)
+                trace.sent.append(np.asarray(sent))
                 last_counters, last_call = counters, next_call
                 if new is not None and not np.array_equal(new, weights):
                     weights = np.asarray(new, dtype=np.int64)

@@ -36,6 +36,12 @@ def to_memory(model: SplitterModel) -> SplitterMemory:
                 rate=np.asarray(c.rate, dtype=np.float64),
                 n=np.asarray(c.n, dtype=np.int64),
                 seen=np.asarray(c.seen, dtype=np.int64),
+                var=np.zeros(len(c.w)) if c.var is None else np.asarray(c.var, dtype=np.float64),
+                weight=c.weight,
+                previous_weight=c.previous_weight,
+                changed_at=float("-inf") if c.changed_at is None else c.changed_at,
+                expected_rate=c.expected_rate,
+                decay_scale=c.decay_scale,
             )
             for c in model.connections
         },
@@ -57,6 +63,12 @@ def to_model(memory: SplitterMemory) -> SplitterModel:
                 rate=c.rate.tolist(),
                 n=c.n.tolist(),
                 seen=c.seen.tolist(),
+                var=c.var.tolist(),
+                weight=c.weight,
+                previous_weight=c.previous_weight,
+                changed_at=None if c.changed_at == float("-inf") else c.changed_at,
+                expected_rate=c.expected_rate,
+                decay_scale=c.decay_scale,
             )
             for cid, c in memory.connections.items()
         ],
@@ -87,11 +99,14 @@ async def splitter_weights(body: SplitterRequest, request: Request) -> Response:
             max_change=body.max_change,
             exploration_decay=body.exploration_decay,
             clustering=body.clustering,
+            steady=body.steady_weights,
         )
         try:
             result = update_weights(solver_input, None if body.model is None else to_memory(body.model))
         except UnsolvableRequest as exc:
             raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
+        if body.model is not None and body.model.version != MODEL_VERSION:
+            result.notes.append(f"model version {body.model.version} migrated to {MODEL_VERSION}")
         solve_s = time.perf_counter() - started
         metrics.solve_seconds.labels("splitter", ALGORITHM).observe(solve_s)
         answer = SplitterResponse.model_construct(

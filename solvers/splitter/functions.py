@@ -2,7 +2,13 @@
 
 From a connection's raw data points (weight, smoothed blocking rate, observation count), with (0, 0) assumed:
 monotone (non-decreasing) regression weighted by the counts, then linear interpolation between the points and linear
-extrapolation beyond the last one (with the slope of the last segment) over the whole grid.
+extrapolation beyond the last one over the whole grid.
+
+Extrapolation (deviation, issue 12): the paper continues the last segment. Two zero points then extrapolate a flat
+zero to the whole range, and an unmeasured weight looks as good as a measured one (a 100x slow newcomer jumped from
+weight 2 to 335). Beyond the highest observed weight we assume blocking keeps rising: the slope is the largest of the
+last segment's, the ray through the origin and the last point (blocking proportional to weight), and MIN_SLOPE, a
+tie-breaker far below any measurable rate that makes Fox prefer measured weights among equally good ones.
 """
 
 from __future__ import annotations
@@ -10,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from solvers.instance import FloatArray
+from solvers.instance import FloatArray, IntArray
+
+MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s over 1000 units
 
 
 def blocking_function(
@@ -22,7 +30,7 @@ def blocking_function(
     connection's points never share a weight: the model keeps one point per weight)."""
     grid = np.arange(resolution + 1, dtype=np.float64)
     if len(w) == 0:
-        return np.zeros(resolution + 1)
+        return MIN_SLOPE * grid
     order = np.argsort(w, kind="stable")
     x = np.concatenate(([0.0], np.asarray(w, dtype=np.float64)[order]))
     y = np.concatenate(([0.0], np.asarray(rate, dtype=np.float64)[order]))
@@ -40,6 +48,63 @@ def blocking_function(
     values = np.interp(grid, x, y)
     beyond = grid > x[-1]
     if beyond.any():
-        slope = (y[-1] - y[-2]) / (x[-1] - x[-2]) if len(x) >= 2 else 0.0
-        values[beyond] = y[-1] + max(slope, 0.0) * (grid[beyond] - x[-1])
+        slope = _extrapolation_slope(x, y) if len(x) >= 2 else MIN_SLOPE
+        values[beyond] = y[-1] + slope * (grid[beyond] - x[-1])
     return values
+
+
+def _extrapolation_slope(x: FloatArray, y: FloatArray) -> float:
+    """Slope beyond the last point (x[-1] > 0; x[0] = 0 is the origin): see the module docstring."""
+    return max((y[-1] - y[-2]) / (x[-1] - x[-2]), y[-1] / x[-1], MIN_SLOPE)
+
+
+def blocking_functions(points: list[FloatArray], resolution: int) -> FloatArray:
+    """(len(points), resolution + 1) functions from each (3, k) array of (weights, rates, counts) columns.
+
+    The same functions as `blocking_function(..., pooled=True)` row by row, in one vectorised pass: all rows are
+    laid end to end on one axis, row j shifted by j x stride, so that a single np.interp evaluates every row (each
+    row's grid points lie within its own stretch); beyond a row's last point the extrapolation replaces what interp
+    returned. Points sharing a weight within a row (pooled cluster data) are merged first. Only rows whose data
+    decrease need the monotone regression (a Python call each)."""
+    sizes = np.fromiter((p.shape[1] for p in points), dtype=np.int64, count=len(points))
+    w, rate, count = np.concatenate([np.zeros((3, 0)), *points], axis=1)
+    return blocking_functions_flat(w, rate, count, sizes, resolution)
+
+
+def blocking_functions_flat(
+    w: FloatArray, rate: FloatArray, count: FloatArray, sizes: IntArray, resolution: int
+) -> FloatArray:
+    """`blocking_functions` from the points of all rows end to end (row j's are the next sizes[j])."""
+    n = len(sizes)
+    grid = np.arange(resolution + 1, dtype=np.float64)
+    if not sizes.any():
+        return np.broadcast_to(MIN_SLOPE * grid, (n, resolution + 1)).copy()
+    stacked = np.empty((3, n + len(w)))  # an origin per row first
+    stacked[:, :n] = [[0.0], [0.0], [1.0]]
+    stacked[0, n:], stacked[1, n:], stacked[2, n:] = w, rate, count
+    row = np.concatenate((np.arange(n), np.repeat(np.arange(n), sizes)))
+    stride = float(max(resolution, stacked[0].max()) + 2)
+    key, group = np.unique(row * stride + stacked[0], return_inverse=True)  # sorted by row, then weight
+    group = group.ravel()
+    weight = np.bincount(group, weights=stacked[2])
+    y = np.bincount(group, weights=stacked[1] * stacked[2]) / weight
+    row = (key // stride).astype(np.int64)
+    x = key - row * stride
+    starts = np.searchsorted(row, np.arange(n))
+    last = np.append(starts[1:], len(key)) - 1
+    decreasing = np.flatnonzero((np.diff(y) < 0) & (row[1:] == row[:-1]))
+    for j in np.unique(row[decreasing + 1]).tolist():
+        part = slice(int(starts[j]), int(last[j]) + 1)
+        y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
+    values = np.interp((grid[None, :] + stride * np.arange(n)[:, None]).ravel(), key, y).reshape(
+        n, resolution + 1
+    )
+    has_points = last > starts
+    x_last, y_last = x[last], y[last]
+    slope = np.full(n, MIN_SLOPE)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        segment = (y_last - y[last - 1]) / (x_last - x[last - 1])
+        ray = y_last / x_last
+    slope[has_points] = np.maximum(np.maximum(segment, ray), MIN_SLOPE)[has_points]
+    beyond = grid[None, :] > x_last[:, None]
+    return np.where(beyond, y_last[:, None] + slope[:, None] * (grid[None, :] - x_last[:, None]), values)

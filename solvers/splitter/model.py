@@ -2,6 +2,15 @@
 
 Pure: plain dataclasses and numpy arrays, no wire models. The caller (the service) keeps nothing; the returned
 `SplitterMemory` goes back to the engine, which sends it with its next call.
+
+Beyond the paper (issue 12: regions whose membership changes in production), each documented where it acts:
+- evidence-limited steps: a connection's weight rises by at most an eighth of itself (or a probe share) per call,
+  and its function keeps rising beyond the highest weight it has been observed at (functions.py);
+- newcomers get a small probe share instead of waiting for a saturated region to hand them load;
+- exploration backs off per connection (a re-exploration that blocked again halves that connection's decay) and the
+  decay follows elapsed time, not the number of calls;
+- steady weights: an interval that starts with a weight change counts only for the time after a transition
+  allowance, and weights change only when the predicted gain exceeds the measurement noise.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import numpy as np
 from solvers.instance import FloatArray, IntArray
 from solvers.splitter.clustering import cluster_connections
 from solvers.splitter.fox import fox_minimax
-from solvers.splitter.functions import blocking_function
+from solvers.splitter.functions import blocking_functions, blocking_functions_flat
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
@@ -25,6 +34,45 @@ MAX_POINTS = 32
 SMOOTHING_WINDOW = 4
 AUTO_CLUSTERING_FROM = 16
 MAX_NAMED_IN_NOTE = 5
+# Calls saturate here (the largest integer JSON carries exactly), so a model never overflows its own counter.
+MAX_CALLS = 2**53
+# Intervals shorter than this measure nothing (counters and time carry over to the next call): a rate over a
+# microsecond is noise, and over 1e-300 s it overflows to infinity.
+MIN_INTERVAL_S = 1e-3
+# One splitter thread cannot block longer than the elapsed time; counters that say otherwise (clock skew, a counter
+# summed over threads) are clamped so that a point stays a finite number the next call accepts.
+MAX_BLOCKING_RATE = 1e6
+# The paper applies its 10% decay once per iteration with statistics every second; we apply it per second of
+# elapsed time, so that an engine calling every 100 ms explores as often in time as one calling every second.
+DECAY_REFERENCE_S = 1.0
+# A re-exploration that blocked again halves the connection's decay, down to this fraction of exploration_decay; one
+# that did not block restores it (doubling). A dead connection then costs a handful of stalls per hour, not one a
+# minute.
+MIN_DECAY_SCALE = 1.0 / 64
+# A raise is judged clean (the decay restored) only after this long at the raised weight without blocking.
+CLEAN_AFTER_S = 10.0
+# "Blocked again": the rate measured at the raised weight exceeds the rate predicted there by this factor plus the
+# noise floor.
+BLOCKED_AGAIN_FACTOR = 2.0
+# Measurement noise of a blocking rate (seconds per second): weights move only when the predicted maximum blocking
+# rate improves by more than the noise: max(NOISE_RATE, NOISE_SHARE x the current maximum, the standard error of
+# the point that attains it). The standard error counts at most half the current maximum: a point whose level just
+# shifted (a dead connection measured after a re-exploration) has a large variance too, and halving the blocking
+# is always worth a move. The paper re-optimises every call; in a saturated region blocking is bang-bang (the
+# draft leader blocks ~100% of an interval, the others 0%), so most of those moves trade one noisy point against
+# another and, with transition intervals, cause the swings of Fig. 11.
+NOISE_RATE = 2e-3
+NOISE_SHARE = 0.02
+# The first TRANSITION_S seconds after a connection's weight changed measure the previous weight's backlog (a full
+# send buffer draining at the difference of two rates), not the new weight: an interval counts for the new weight
+# only with the share of its time after that.
+TRANSITION_S = 0.5
+# Probe share of a newcomer: 1/(8N) of the resolution, at most 2% (a 100x slow newcomer must never get a large
+# share before it has been measured), at least one unit.
+PROBE_SHARE_OF_EVEN = 1 / 8
+# Evidence-limited steps: a weight rises by at most an eighth of itself (or a probe share) per call.
+RISE_DIVISOR = 8
+MAX_PROBE_SHARE = 0.02
 
 
 def _ints() -> IntArray:
@@ -33,34 +81,57 @@ def _ints() -> IntArray:
 
 @dataclass
 class ConnectionMemory:
-    """A connection's raw data points, column by column: point k is (w[k], rate[k], n[k], seen[k])."""
+    """A connection's raw data points, column by column: point k is (w[k], rate[k], n[k], seen[k]), and the state of
+    its weight: the weight returned at the previous call, the one before, when it changed, the blocking rate the
+    model predicted at it, and its exploration back-off."""
 
     counter: float  # cumulative blocking seconds at the previous call
     w: IntArray = field(default_factory=_ints)  # weight of each point, 1..resolution, unique
     rate: FloatArray = field(default_factory=lambda: np.zeros(0))  # smoothed blocking rate there
     n: IntArray = field(default_factory=_ints)  # observations smoothed in (capped at SMOOTHING_WINDOW)
     seen: IntArray = field(default_factory=_ints)  # call number of the latest observation
+    var: FloatArray = field(
+        default_factory=lambda: np.zeros(0)
+    )  # smoothed variance of the observations there
+    weight: int = -1  # weight returned at the previous call (-1: none yet)
+    previous_weight: int = -1  # the weight before that one (-1: none)
+    changed_at: float = float("-inf")  # observed_at of the call that changed the weight
+    expected_rate: float = 0.0  # F(weight) when the weight was changed to it
+    decay_scale: float = 1.0  # this connection's share of exploration_decay
 
-    def smooth_in(self, w: int, rate: float, call: int) -> None:
+    def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
+        """Smooth one measurement into the point at w; `credit` (0..1] is the share of the interval that was spent
+        at w (a transition counts less)."""
         at = np.flatnonzero(self.w == w)
         if len(at):
             k = int(at[0])
             self.n[k] = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
-            self.rate[k] += (rate - self.rate[k]) / self.n[k]
+            gain = credit / self.n[k]
+            before = float(self.rate[k])
+            self.rate[k] += gain * (rate - before)
+            # Exponentially weighted variance (West's update), same gain as the mean.
+            self.var[k] = (1.0 - gain) * (self.var[k] + gain * (rate - before) ** 2)
             self.seen[k] = call
         else:
             self.w = np.append(self.w, w)
             self.rate = np.append(self.rate, rate)
             self.n = np.append(self.n, 1)
             self.seen = np.append(self.seen, call)
+            self.var = np.append(self.var, 0.0)
 
     def keep(self, index: IntArray) -> None:
-        self.w, self.rate, self.n, self.seen = (
+        self.w, self.rate, self.n, self.seen, self.var = (
             self.w[index],
             self.rate[index],
             self.n[index],
             self.seen[index],
+            self.var[index],
         )
+
+    def standard_error(self, w: int) -> float:
+        """Standard error of the smoothed rate at w (0 without a point or with one observation)."""
+        at = np.flatnonzero(self.w == w)
+        return float(np.sqrt(self.var[at[0]] / self.n[at[0]])) if len(at) else 0.0
 
 
 @dataclass
@@ -78,9 +149,12 @@ class SplitterInput:
     counters: FloatArray  # (N,) cumulative blocking seconds, >= 0
     observed_at: float
     resolution: int = 1000
-    max_change: int | None = None
-    exploration_decay: float = 0.1
+    max_change: int | None = None  # None: evidence-limited steps
+    exploration_decay: float = 0.1  # per DECAY_REFERENCE_S of elapsed time
     clustering: str = "auto"  # auto | on | off
+    steady: bool = (
+        True  # False: the paper's variant (re-optimise every call, no noise gate, no transition credit)
+    )
 
 
 @dataclass
@@ -103,11 +177,14 @@ def blocking_rates(
     """Blocking rate per connection over the last interval (Section 3) and which counters were reset.
 
     A counter that decreased was reset by the transport during the interval; the blocking accrued since the reset
-    (its current value) is then the best available lower bound of the interval's blocking.
+    (its current value) is then the best available lower bound of the interval's blocking. Rates are clamped to
+    [0, MAX_BLOCKING_RATE] (finite whatever the counters and the interval).
     """
     reset = current < previous
     delta = np.where(reset, current, current - previous)
-    return delta / elapsed_s, reset
+    with np.errstate(over="ignore", divide="ignore"):
+        rates = delta / elapsed_s
+    return np.minimum(rates, MAX_BLOCKING_RATE), reset
 
 
 def rescale(memory: SplitterMemory, resolution: int) -> None:
@@ -118,9 +195,11 @@ def rescale(memory: SplitterMemory, resolution: int) -> None:
         n = np.bincount(group, weights=connection.n)
         connection.rate = np.bincount(group, weights=connection.rate * connection.n) / n
         connection.n = np.minimum(n, SMOOTHING_WINDOW).astype(np.int64)
+        connection.var = np.bincount(group, weights=connection.var * connection.n) / n
         seen = np.zeros(len(merged), dtype=np.int64)
         np.maximum.at(seen, group, connection.seen)
         connection.w, connection.seen = merged, seen
+        connection.weight = connection.previous_weight = -1  # weights at another resolution say nothing here
     memory.resolution = resolution
 
 
@@ -130,6 +209,14 @@ def even_split(total: int, lower: IntArray, upper: IntArray) -> IntArray:
     The level L is the largest integer with sum(clip(L, lower, upper)) <= total; the units left over go one each to
     members sitting exactly at L, in order.
     """
+    members = len(lower)
+    base, extra = divmod(total, members)
+    if int(lower.max()) <= base and int(upper.min()) >= base + (
+        extra > 0
+    ):  # the bounds do not bind: closed form
+        shares = np.full(members, base, dtype=np.int64)
+        shares[:extra] += 1
+        return shares
     lo, hi = int(lower.min()), int(upper.max())
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -143,6 +230,108 @@ def even_split(total: int, lower: IntArray, upper: IntArray) -> IntArray:
         room = np.flatnonzero((shares == lo) & (shares < upper))[:left]
         shares[room] += 1
     return shares
+
+
+def probe_share(n_connections: int, resolution: int) -> int:
+    """A newcomer's first weight: small enough that a very slow newcomer costs little before it is measured."""
+    return max(
+        1, min(int(resolution * PROBE_SHARE_OF_EVEN / n_connections), int(resolution * MAX_PROBE_SHARE))
+    )
+
+
+def _measure(
+    request: SplitterInput,
+    memory: SplitterMemory,
+    connections: list[ConnectionMemory],
+    known: np.ndarray,
+    call: int,
+    notes: list[str],
+) -> bool:
+    """Smooth the interval's blocking rates into the points at the weights in force; adjust each connection's
+    exploration back-off. Returns whether the interval was measured (else counters and time carry over)."""
+    elapsed = request.observed_at - memory.observed_at
+    weights, counters = request.weights, request.counters
+    if memory.calls == 0 or not known.any():
+        return True
+    if elapsed <= 0:
+        notes.append("observed_at is not after the previous call's: no blocking rates measured this call")
+        return False
+    if elapsed < MIN_INTERVAL_S:
+        notes.append(
+            f"interval shorter than {MIN_INTERVAL_S * 1000:g} ms: measured together with the next one"
+        )
+        return False
+    previous = np.asarray([c.counter for c in connections])
+    rates, reset = blocking_rates(previous, counters, elapsed)
+    reset &= known
+    if reset.any():
+        notes.append(
+            f"blocking counter decreased (reset) on: {_named([request.ids[j] for j in np.flatnonzero(reset)])}"
+        )
+    clamped = known & (rates >= MAX_BLOCKING_RATE)
+    if clamped.any():
+        notes.append(
+            f"blocking rate above {MAX_BLOCKING_RATE:g} s/s clamped on: "
+            f"{_named([request.ids[j] for j in np.flatnonzero(clamped)])}"
+        )
+    for j in np.flatnonzero(known & (weights > 0)).tolist():
+        connection, w, rate = connections[j], int(weights[j]), float(rates[j])
+        # Time at each weight inside the interval: the weight we returned at the previous call came into force
+        # then; its first TRANSITION_S seconds belong to the change, not to w.
+        changed_now = (
+            connection.weight == w
+            and connection.previous_weight != w
+            and connection.changed_at >= memory.observed_at
+        )
+        credit = 1.0
+        if changed_now and request.steady:
+            credit = float(np.clip((elapsed - TRANSITION_S) / elapsed, 0.0, 1.0))
+        if credit > 0.0 or not np.any(connection.w == w):
+            connection.smooth_in(w, rate, call, max(credit, 1e-3))
+        # A raised weight is on probation until judged: blocked again (any interval at it) halves the decay; clean
+        # CLEAN_AFTER_S after the raise restores it. Judged, the raise is closed (previous = current). Not judged
+        # clean sooner: a stall in progress is on no counter yet (select() returns first), and a small probe on a
+        # dead worker blocks only once its send buffer is full (seconds later).
+        if connection.weight == w and w > connection.previous_weight >= 0:
+            noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
+            if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
+                connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
+                connection.previous_weight = w
+            elif (
+                request.observed_at - connection.changed_at >= CLEAN_AFTER_S
+                and rate <= connection.expected_rate + noise
+            ):
+                connection.decay_scale = min(connection.decay_scale * 2, 1.0)
+                connection.previous_weight = w
+    return True
+
+
+def _bounds(
+    request: SplitterInput, connections: list[ConnectionMemory], newcomers: np.ndarray
+) -> tuple[IntArray, IntArray]:
+    """Per-connection bounds m_j <= w_j <= M_j (Section 5.2).
+
+    Given `max_change`, the paper's symmetric bounds. By default (evidence-limited steps) a connection may fall
+    freely (taking load away is what relieves blocking) but rise by at most max(probe, w_j / RISE_DIVISOR) per call:
+    above its current weight its function is an extrapolation or decayed old data, and one call must not bet the
+    region on it (a 100x newcomer jumped from weight 2 to 335 in one call; Fig. 11 re-explorations jumped 18 points).
+    A connection that keeps up grows geometrically, so a fast newcomer reaches its fair share in a few calls.
+    A newcomer starts at a probe share."""
+    resolution = request.resolution
+    weights = request.weights
+    probe = probe_share(len(connections), resolution)
+    if request.max_change is not None:
+        step = min(request.max_change, resolution)
+        lower = np.maximum(weights - step, 0)
+        upper = np.minimum(weights + step, resolution)
+    else:
+        lower = np.zeros(len(connections), dtype=np.int64)
+        upper = np.minimum(weights + np.maximum(probe, weights // RISE_DIVISOR), resolution)
+    if newcomers.any():
+        probe_lower = np.where(newcomers, np.minimum(probe, upper), lower)
+        if int(probe_lower.sum()) <= resolution:
+            lower = probe_lower
+    return lower, upper
 
 
 def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> SplitterResult:
@@ -160,59 +349,72 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
             f"model built at resolution {memory.resolution}: its points were rescaled to {resolution}"
         )
         rescale(memory, resolution)
-    call = memory.calls + 1
+    call = min(memory.calls + 1, MAX_CALLS)
 
     vanished = [cid for cid in memory.connections if cid not in set(request.ids)]
     if vanished:
         notes.append(f"connections gone since the previous call, their data dropped: {_named(vanished)}")
     known = np.asarray([cid in memory.connections for cid in request.ids], dtype=bool)
     new_ids = [cid for cid, k in zip(request.ids, known, strict=True) if not k]
+    connections = [memory.connections.get(cid) or ConnectionMemory(counter=0.0) for cid in request.ids]
+    # A newcomer: joined at weight 0 after the first call, nothing measured yet. It gets a probe share.
+    newcomers = np.asarray(
+        [
+            memory.calls > 0 and len(c.w) == 0 and w == 0
+            for c, w in zip(connections, weights.tolist(), strict=True)
+        ]
+    )
     if new_ids and memory.calls > 0:
         notes.append(f"new connections start with empty functions: {_named(new_ids)}")
-    connections = [memory.connections.get(cid) or ConnectionMemory(counter=0.0) for cid in request.ids]
 
-    elapsed = request.observed_at - memory.observed_at
-    if memory.calls > 0 and elapsed <= 0:
-        notes.append("observed_at is not after the previous call's: no blocking rates measured this call")
-    if memory.calls > 0 and elapsed > 0 and known.any():
-        previous = np.asarray([c.counter for c in connections])
-        rates, reset = blocking_rates(previous, counters, elapsed)
-        reset &= known
-        if reset.any():
-            ids = [cid for cid, r in zip(request.ids, reset, strict=True) if r]
-            notes.append(f"blocking counter decreased (reset) on: {_named(ids)}")
-        for measured in np.flatnonzero(known & (weights > 0)).tolist():
-            connections[measured].smooth_in(int(weights[measured]), float(rates[measured]), call)
+    measured = _measure(request, memory, connections, known, call, notes)
+    elapsed = request.observed_at - memory.observed_at if measured and memory.calls > 0 else 0.0
 
     # Exploration (Section 5.4): shrink the data above the current weight geometrically, so that F_j flattens there
     # over time and the optimisation tries higher weights again. The paper shrinks the function values; we shrink the
     # raw points they are built from, which with the monotone regression has the same effect and keeps the model
-    # small (points, not a grid of R + 1 values per connection).
-    keep = 1.0 - request.exploration_decay
+    # small (points, not a grid of R + 1 values per connection). Per second of elapsed time and per connection's
+    # back-off (see DECAY_REFERENCE_S, MIN_DECAY_SCALE).
+    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+    owner = np.repeat(np.arange(n_connections), sizes)
+    decaying: list[int] = []
+    if elapsed > 0 and request.exploration_decay > 0 and sizes.any():
+        w_all = np.concatenate([c.w for c in connections])
+        decaying = np.unique(owner[w_all > weights[owner]]).tolist()
+    for j in decaying:
+        connection = connections[j]
+        exponent = connection.decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
+        above = connection.w > weights[j]
+        connection.rate[above] *= (1.0 - request.exploration_decay) ** exponent
+        # A decayed point is a guess, not a measurement: the next measurement there counts as the second of the
+        # point (gain 1/2), so a re-exploration that blocks again shows at once.
+        connection.n[above & (connection.n > 1)] = 1
+    for j in np.flatnonzero(sizes > MAX_POINTS).tolist():
+        connection = connections[j]
+        # Newest first; among equally recent points the ones nearest the current weight first.
+        order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
+        connection.keep(np.sort(order[:MAX_POINTS]))
     for j, connection in enumerate(connections):
-        connection.counter = float(counters[j])
-        connection.rate[connection.w > weights[j]] *= keep
-        if len(connection.w) > MAX_POINTS:
-            # Newest first; among equally recent points the ones nearest the current weight first.
-            order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
-            connection.keep(order[:MAX_POINTS])
-        connection.keep(np.argsort(connection.w, kind="stable"))
+        if measured or not known[j]:
+            connection.counter = float(counters[j])
 
     no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
-    point_arrays = [np.vstack((c.w, c.rate, c.n)).astype(np.float64) for c in connections]
-    values = np.empty((n_connections, resolution + 1))
-    for j, (w, rate, count) in enumerate(point_arrays):
-        values[j] = blocking_function(w, rate, count, resolution)
-
-    if request.max_change is None:
-        lower = np.zeros(n_connections, dtype=np.int64)
-        upper = np.full(n_connections, resolution, dtype=np.int64)
-    else:
-        lower = np.maximum(weights - request.max_change, 0)
-        upper = np.minimum(weights + request.max_change, resolution)
+    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+    values = blocking_functions_flat(
+        np.concatenate([c.w for c in connections]).astype(np.float64),
+        np.concatenate([c.rate for c in connections]),
+        np.concatenate([c.n for c in connections]).astype(np.float64),
+        sizes,
+        resolution,
+    )
+    lower, upper = _bounds(request, connections, newcomers)
+    if newcomers.any():
+        notes.append(
+            f"newcomers get a probe share: {_named([request.ids[j] for j in np.flatnonzero(newcomers)])}"
+        )
 
     use_clusters = request.clustering == "on" or (
         request.clustering == "auto" and n_connections >= AUTO_CLUSTERING_FROM
@@ -222,20 +424,50 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         labels = cluster_connections(values, max_point_rate)
     else:
         labels = np.arange(n_connections)
-    n_clusters = int(labels.max()) + 1
-    if n_clusters == n_connections:
-        new_weights, predicted = fox_minimax(values, lower, upper, resolution, prefer=weights)
-        clusters = [[j] for j in range(n_connections)]
-    else:
-        clusters = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
-        new_weights, predicted = _solve_clustered(
-            clusters, point_arrays, values, weights, lower, upper, resolution
+    clusters = [np.flatnonzero(labels == c).tolist() for c in range(int(labels.max()) + 1)]
+
+    def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
+        if len(clusters) == n_connections:
+            rows = np.arange(n_connections)
+            solved, optimum = fox_minimax(values, lo, up, resolution, prefer=weights)
+            return solved, optimum, values[rows, solved], values[rows, weights]
+        point_arrays = [np.array((c.w, c.rate, c.n), dtype=np.float64) for c in connections]
+        return _solve_clustered(clusters, point_arrays, values, weights, lo, up, resolution)
+
+    # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
+    # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
+    # rises (a probe-sized step toward a much better split is worth taking; it is the size of the step, not the
+    # decision to move, that evidence limits). The free optimum is never worse than the bounded one, so one solve
+    # decides, and a second one (bounded) runs only when the weights move.
+    solved = None
+    if request.steady and memory.calls > 0 and np.all((weights >= lower) & (weights <= upper)):
+        free_upper = (
+            upper if request.max_change is not None else np.full(n_connections, resolution, dtype=np.int64)
         )
+        solved = solve(lower, free_upper)
+        current = solved[3]
+        now = float(current.max())
+        worst = int(current.argmax())
+        spread = min(connections[worst].standard_error(int(weights[worst])), now / 2)
+        if now - solved[1] <= max(NOISE_RATE, NOISE_SHARE * now, spread):
+            solved = (weights.copy(), now, current, current)
+        elif request.max_change is None:
+            solved = None
+    new_weights, predicted, expected, _ = solved if solved is not None else solve(lower, upper)
+
+    for j, connection in enumerate(connections):
+        w = int(new_weights[j])
+        if w != int(weights[j]) or connection.weight < 0:
+            connection.previous_weight = int(weights[j])
+            connection.changed_at = request.observed_at
+            connection.expected_rate = float(min(expected[j], MAX_BLOCKING_RATE))
+        connection.weight = w
 
     memory.connections = dict(zip(request.ids, connections, strict=True))
-    memory.observed_at = request.observed_at if memory.calls == 0 or elapsed > 0 else memory.observed_at
+    if memory.calls == 0 or measured:
+        memory.observed_at = request.observed_at
     memory.calls = call
-    return SplitterResult(new_weights, memory, clusters, predicted, notes)
+    return SplitterResult(new_weights, memory, clusters, min(predicted, MAX_BLOCKING_RATE), notes)
 
 
 def _solve_clustered(
@@ -246,31 +478,49 @@ def _solve_clustered(
     lower: IntArray,
     upper: IntArray,
     resolution: int,
-) -> tuple[IntArray, float]:
+) -> tuple[IntArray, float, FloatArray, FloatArray]:
     """Fox over one pooled function per cluster, then each cluster's weight shared evenly among its members.
 
     A cluster of n members holding W gives each about W/n, so its function G(W) is the members' blocking at W/n:
-    the pooled points of all members, a member's point at weight w counting at W = n w.
+    the pooled points of all members, a member's point at weight w counting at W = n w. Returns the weights, the
+    optimum, and per member the predicted rate at the new and at the current weights (its cluster's).
     """
+    multi = [m for m in clusters if len(m) > 1]
+    pooled = blocking_functions(
+        [
+            np.concatenate([point_arrays[j] for j in members], axis=1) * [[len(members)], [1], [1]]
+            for members in multi
+        ],
+        resolution,
+    )
     cluster_values = np.empty((len(clusters), resolution + 1))
+    k = 0
     for c, members in enumerate(clusters):
         if len(members) == 1:  # a singleton's pooled function is its own, already built
             cluster_values[c] = values[members[0]]
-            continue
-        w, rate, count = np.concatenate([point_arrays[j] for j in members], axis=1)
-        cluster_values[c] = blocking_function(w * len(members), rate, count, resolution, pooled=True)
+        else:
+            cluster_values[c] = pooled[k]
+            k += 1
     index = [np.asarray(m) for m in clusters]
+    current_totals = np.asarray([weights[m].sum() for m in index])
     cluster_weights, predicted = fox_minimax(
         cluster_values,
         np.asarray([lower[m].sum() for m in index]),
         np.asarray([upper[m].sum() for m in index]),
         resolution,
-        prefer=np.asarray([weights[m].sum() for m in index]),
+        prefer=current_totals,
     )
     new_weights = np.zeros(len(weights), dtype=np.int64)
-    for member_index, total in zip(index, cluster_weights.tolist(), strict=True):
+    expected = np.zeros(len(weights))
+    current = np.zeros(len(weights))
+    rows = np.arange(len(clusters))
+    at_new = cluster_values[rows, cluster_weights]
+    at_current = cluster_values[rows, current_totals]
+    for c, (member_index, total) in enumerate(zip(index, cluster_weights.tolist(), strict=True)):
         if len(member_index) == 1:  # a singleton takes its cluster's weight (Fox kept it within its bounds)
             new_weights[member_index[0]] = total
         else:
             new_weights[member_index] = even_split(total, lower[member_index], upper[member_index])
-    return new_weights, predicted
+        expected[member_index] = at_new[c]
+        current[member_index] = at_current[c]
+    return new_weights, predicted, expected, current
