@@ -25,10 +25,12 @@ budget (count and cost, swaps counted together) and the validator's cap on the r
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.correlation.exact import ExactParameters, exact_spread_repair
 from solvers.correlation.pairwise import PairContext
 from solvers.instance import FloatArray, IntArray
 
@@ -54,6 +56,7 @@ class RepairResult:
     spread: float  # max - min mean utilization of the staying nodes after the repair
     stopped_by_cap: bool
     timed_out: bool
+    exact: bool  # the CP-SAT completion (solvers.correlation.exact) improved the local search's plan
 
 
 def _pair_excess(diff: FloatArray, max_spread: float) -> FloatArray:
@@ -323,6 +326,29 @@ class SpreadRepair:
                 steps += 1
                 # Recompute exactly (the candidate's penalty was computed incrementally).
                 pen = self.penalty()
+        exact = False
+        if not timed_out and len(self.nodes) >= 2 and (pen.violation > self.tol or pen.overloaded):
+            exact, pen = self._exact(pen)
         mean, _ = self._node_stats()
         spread = float(mean.max() - mean.min()) if len(mean) else 0.0
-        return RepairResult(steps, start, pen, spread, stopped_by_cap, timed_out)
+        return RepairResult(steps, start, pen, spread, stopped_by_cap, timed_out, exact)
+
+    def _exact(self, pen: Penalty) -> tuple[bool, Penalty]:
+        """Small instances: ask CP-SAT for the bound with fewer overloaded nodes; keep it only if strictly better in
+        floating point."""
+        met = pen.violation <= self.tol
+        params = ExactParameters(
+            max_spread=self.max_spread,
+            time_limit_s=self.ctx.deadline - time.perf_counter(),
+            max_overloaded=pen.overloaded - 1 if met else len(self.nodes),
+        )
+        found = exact_spread_repair(self.st, self.nodes, self.ctx.cap, params)
+        if found is None:
+            return False, pen
+        snap = self.st.snapshot()
+        self.st.reassign(found)
+        new = self.penalty()
+        if self.better(new, pen) and self.st.within_budget():
+            return True, new
+        self.st.restore(snap)
+        return False, pen
