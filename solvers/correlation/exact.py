@@ -37,6 +37,7 @@ class ExactParameters:
     max_spread: float
     time_limit_s: float
     max_overloaded: int  # require strictly fewer overloaded nodes than the local plan when it met the bound
+    windows: IntArray  # the windows whose peaks count (where the cluster stays within its capacity)
 
 
 def exact_spread_repair(
@@ -95,7 +96,7 @@ def exact_spread_repair(
         o = model.new_bool_var(f"over{j}")
         overloaded.append(o)
         big = int(w[:, j, :].sum(axis=0).max() + f[j].max() + 1)
-        for t in range(k):
+        for t in params.windows.tolist():
             load_jt = sum(int(w[u, j, t]) * x[u, j] for u in range(len(units)) if w[u, j, t]) + int(f[j, t])
             model.add(load_jt <= limit + big * o)
     model.add(sum(overloaded) <= params.max_overloaded)

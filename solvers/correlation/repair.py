@@ -11,6 +11,10 @@ minimizes, in this order (each compared with a tolerance):
 2. the number of staying nodes whose utilization exceeds 100 % in some window;
 3. the summed peak overflow sum_n max(0, max_t u_{n,t} - 100).
 
+Peaks count only in the windows where the cluster as a whole stays within its capacity (sum of loads <= sum of the
+staying nodes' capacities): in the others some node is above 100 % whatever the assignment, so no plan avoids it
+and chasing it would only shuffle units (`RepairResult.unavoidable_windows` says how many there are).
+
 Ties between equally good candidates go to the one that lowers the two nodes' summed load variance most, i.e. the
 paper's correlation score weighted by the series' standard deviations: moving s from A to B changes
 var A + var B by 2 (cov(B, s) - cov(A - s, s)) = 2 sigma_s (sigma_B rho(s, B) - sigma_{A-s} rho(s, A)) (Section 3.3.1),
@@ -56,6 +60,7 @@ class RepairResult:
     spread: float  # max - min mean utilization of the staying nodes after the repair
     stopped_by_cap: bool
     timed_out: bool
+    unavoidable_windows: int  # windows whose total load exceeds the staying capacity (ignored for peaks)
     exact: bool  # the CP-SAT completion (solvers.correlation.exact) improved the local search's plan
 
 
@@ -97,14 +102,18 @@ class SpreadRepair:
         self.inv_cap = 100.0 / cap  # load -> utilization points
         # Scale of the utilizations: tolerances are relative to it (loads may be 1e-6 or 1e12).
         total = float(self.st.node_load.sum())
+        cluster = 100.0 * self.st.series.sum(axis=0) / float(cap.sum())
+        # Windows where a node above 100 % is avoidable at all (see the module notes).
+        self.windows = np.flatnonzero(cluster <= PEAK_LIMIT * (1 + 1e-12))
+        self.unavoidable = int(len(cluster) - len(self.windows))
         self.tol = 1e-9 * max(1.0, 100.0 * total / float(cap.sum()), self.max_spread)
 
     # ------------------------------------------------------------------ evaluation
 
     def _node_stats(self) -> tuple[FloatArray, FloatArray]:
         """Mean and peak utilization of every staying node."""
-        util_series = self.st.node_series[self.nodes] * self.inv_cap[:, None]
-        return self.st.node_load[self.nodes] * self.inv_cap, util_series.max(axis=1)
+        util_series = self.st.node_series[np.ix_(self.nodes, self.windows)] * self.inv_cap[:, None]
+        return self.st.node_load[self.nodes] * self.inv_cap, util_series.max(axis=1, initial=0.0)
 
     def penalty(self) -> Penalty:
         mean, peak = self._node_stats()
@@ -136,42 +145,48 @@ class SpreadRepair:
             found.append((int(over[np.argmax(peak[over])]), peak))
         return found
 
-    def _units_on(self, pos: int) -> IntArray:
-        return self.ctx.units_on(int(self.nodes[pos]))
+    def _groups(self) -> tuple[IntArray, IntArray]:
+        """Movable units on staying nodes sorted by node position, and each position's start in that order."""
+        where = self.st.assignment
+        units = np.flatnonzero(self.ctx.movable & (where >= 0))
+        units = units[self.pos[where[units]] >= 0]
+        at = self.pos[where[units]]
+        order = np.argsort(at, kind="stable")
+        starts = np.searchsorted(at[order], np.arange(len(self.nodes) + 1))
+        return units[order], starts.astype(np.int64)
 
     def _best_for(
-        self, c: int, rank: FloatArray, pen: Penalty, mean: FloatArray, peak: FloatArray
+        self,
+        c: int,
+        rank: FloatArray,
+        pen: Penalty,
+        mean: FloatArray,
+        peak: FloatArray,
+        groups: tuple[IntArray, IntArray],
     ) -> tuple[Penalty, float, list[tuple[int, int]]] | None:
         """The best move or swap between culprit position c and its partners: (penalty, variance change, moves)."""
         st = self.st
         k = st.series.shape[1]
         node_c = int(self.nodes[c])
-        own = self._units_on(c)
-        order = [int(p) for p in np.argsort(rank, kind="stable") if int(p) != c][:_MAX_PARTNERS]
-        partners: list[int] = []
-        partner_units: list[IntArray] = []
-        count = 0
-        for p in order:
-            units_p = self._units_on(p)
-            # moves out (|own| per partner), moves in (|units_p|), swaps (|own| x |units_p|)
-            add = len(own) + len(units_p) * (1 + len(own))
-            if partners and (count + add) * k > _CANDIDATE_CELLS:
-                break
-            partners.append(p)
-            partner_units.append(units_p)
-            count += add
-        if not partners:
+        units_sorted, starts = groups
+        own = units_sorted[starts[c] : starts[c + 1]]
+        sizes = np.diff(starts)
+        order = np.argsort(rank, kind="stable")
+        order = order[order != c][:_MAX_PARTNERS]
+        # moves out (|own| per partner), moves in (|units_p|), swaps (|own| x |units_p|), within the cell budget
+        cost = np.cumsum(len(own) + sizes[order] * (1 + len(own))) * k
+        partners = order[: max(1, int(np.searchsorted(cost, _CANDIDATE_CELLS, side="right")))]
+        if not len(partners):
             return None
-        # Candidate list: (partner position, unit leaving c or -1, unit entering c or -1).
-        part_list, out_list, in_list = [], [], []
-        for p, units_p in zip(partners, partner_units, strict=True):
-            n_own, n_p = len(own), len(units_p)
-            part_list.append(np.full(n_own + n_p + n_own * n_p, p, dtype=np.int64))
-            out_list.append(np.concatenate([own, np.full(n_p, -1), np.repeat(own, n_p)]))
-            in_list.append(np.concatenate([np.full(n_own, -1), units_p, np.tile(units_p, n_own)]))
-        part = np.concatenate(part_list)
-        out_u = np.concatenate(out_list).astype(np.int64)
-        in_u = np.concatenate(in_list).astype(np.int64)
+        units_in = np.concatenate([units_sorted[starts[p] : starts[p + 1]] for p in partners.tolist()])
+        pos_in = self.pos[st.assignment[units_in]]
+        n_own, n_in, n_part = len(own), len(units_in), len(partners)
+        none_out = np.full(n_in, -1, dtype=np.int64)
+        none_in = np.full(n_own * n_part, -1, dtype=np.int64)
+        # Candidates: (partner position, unit leaving c or -1, unit entering c or -1): moves out, moves in, swaps.
+        part = np.concatenate([np.repeat(partners, n_own), pos_in, np.tile(pos_in, n_own)])
+        out_u = np.concatenate([np.tile(own, n_part), none_out, np.repeat(own, n_in)]).astype(np.int64)
+        in_u = np.concatenate([none_in, units_in, np.tile(units_in, n_own)]).astype(np.int64)
         if len(part) > _CANDIDATE_CELLS // max(k, 1):
             # One culprit with a huge unit set against one partner: keep the largest units' candidates only.
             keep = np.argsort(-(st.load[np.maximum(out_u, 0)] + st.load[np.maximum(in_u, 0)]))
@@ -191,8 +206,8 @@ class SpreadRepair:
         p_series = st.node_series[node_p] - delta
         c_mean = c_series.mean(axis=1) * self.inv_cap[c]
         p_mean = p_series.mean(axis=1) * self.inv_cap[part]
-        c_peak = c_series.max(axis=1) * self.inv_cap[c]
-        p_peak = p_series.max(axis=1) * self.inv_cap[part]
+        c_peak = c_series[:, self.windows].max(axis=1, initial=0.0) * self.inv_cap[c]
+        p_peak = p_series[:, self.windows].max(axis=1, initial=0.0) * self.inv_cap[part]
         # Validator cap: a node that receives a unit ends with mean utilization at most ctx.cap.
         cap = self.ctx.cap * (1 + 1e-12)
         # The receiver of a unit leaving the culprit is the partner; of a unit entering it, the culprit.
@@ -308,9 +323,10 @@ class SpreadRepair:
                     timed_out = True
                     break
                 mean, peak = self._node_stats()
+                groups = self._groups()
                 best: tuple[Penalty, float, list[tuple[int, int]]] | None = None
                 for c, rank in self._culprits(pen, mean, peak):
-                    found = self._best_for(c, rank, pen, mean, peak)
+                    found = self._best_for(c, rank, pen, mean, peak, groups)
                     if found is None:
                         continue
                     if (
@@ -331,7 +347,7 @@ class SpreadRepair:
             exact, pen = self._exact(pen)
         mean, _ = self._node_stats()
         spread = float(mean.max() - mean.min()) if len(mean) else 0.0
-        return RepairResult(steps, start, pen, spread, stopped_by_cap, timed_out, exact)
+        return RepairResult(steps, start, pen, spread, stopped_by_cap, timed_out, self.unavoidable, exact)
 
     def _exact(self, pen: Penalty) -> tuple[bool, Penalty]:
         """Small instances: ask CP-SAT for the bound with fewer overloaded nodes; keep it only if strictly better in
@@ -341,6 +357,7 @@ class SpreadRepair:
             max_spread=self.max_spread,
             time_limit_s=self.ctx.deadline - time.perf_counter(),
             max_overloaded=pen.overloaded - 1 if met else len(self.nodes),
+            windows=self.windows,
         )
         found = exact_spread_repair(self.st, self.nodes, self.ctx.cap, params)
         if found is None:

@@ -129,17 +129,21 @@ def repair_notes(instance: AssignmentInstance, result: RepairResult | None, max_
             "swap of the movable units (within the budget) narrows it further"
         )
     if result.after.overloaded:
+        notes.append(
+            f"{result.after.overloaded} node(s) exceed 100 % utilization in some window where the cluster as a "
+            "whole stays within its capacity: no move or swap found that avoids it"
+            + (" within max_spread" if result.after.violation <= 0.0 else "")
+        )
+    if result.unavoidable_windows:
         active = instance.active
         system_peak = (
             100.0 * float(instance.series.sum(axis=0).max()) / float(instance.capacity[active].sum())
         )
-        why = (
-            f"unavoidable: the whole cluster reaches {system_peak:.1f} % of its capacity in its busiest window"
-            if system_peak > 100.0
-            else "no move or swap found that avoids it"
-            + (" within max_spread" if result.after.violation <= 0.0 else "")
+        notes.append(
+            f"in {result.unavoidable_windows} window(s) the whole cluster's load exceeds its capacity (up to "
+            f"{system_peak:.1f} %): some node is above 100 % there whatever the placement; those windows are left "
+            "out of the peak check"
         )
-        notes.append(f"{result.after.overloaded} node(s) exceed 100 % utilization in some window ({why})")
     if result.stopped_by_cap:
         notes.append("the spread repair stopped at its step cap")
     return notes
