@@ -42,7 +42,7 @@ DEFAULT_MAX_SPREAD = 5.0  # points of mean utilization
 PEAK_LIMIT = 100.0  # utilization (points) no node should exceed in any window
 # Candidate series evaluated at once (candidates x windows floats): bounds memory per step (a few arrays of ~8 MB).
 _CANDIDATE_CELLS = 1_000_000
-_MAX_PARTNERS = 16
+_MAX_PARTNERS = 8
 
 
 @dataclass(frozen=True)
@@ -248,12 +248,15 @@ class SpreadRepair:
             + np.maximum(c_peak - PEAK_LIMIT, 0.0)
             + np.maximum(p_peak - PEAK_LIMIT, 0.0)
         )
+        # Variance change of the two nodes (k var = |centered|^2; the old ones are node_sq).
+        c_centered = c_series - c_series.mean(axis=1, keepdims=True)
+        p_centered = p_series - p_series.mean(axis=1, keepdims=True)
         var_change = (
-            c_series.var(axis=1)
-            + p_series.var(axis=1)
-            - st.node_series[node_c].var()
-            - st.node_series[node_p].var(axis=1)
-        )
+            np.einsum("ij,ij->i", c_centered, c_centered)
+            + np.einsum("ij,ij->i", p_centered, p_centered)
+            - st.node_sq[node_c]
+            - st.node_sq[node_p]
+        ) / k
         violation = np.where(ok, violation, np.inf)
         best = self._lexmin(violation, overloaded, overflow, var_change)
         if best < 0:
