@@ -136,3 +136,43 @@ def test_pairwise_repair_keeps_the_budget_and_never_worsens_the_spread_violation
     if violation[0] <= 1e-6:
         assert violation[1] <= 1e-6
     assert math.isfinite(float(spreads[1]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(2, 8),
+    st.integers(1, 40),
+    st.integers(2, 12),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from([0.0, 1.0, 5.0]),
+)
+def test_repair_terminates_by_progress_not_by_its_cap_on_integer_tie_heavy_loads(
+    n_nodes: int, n_units: int, windows: int, seed: int, max_spread: float
+) -> None:
+    from solvers.correlation.global_placement import global_assignment, repair_steps_cap
+
+    rng = np.random.default_rng(seed)
+    values = np.array([0.0, 1.0, 1.0, 2.0, 5.0, 10.0, 50.0])
+    pattern = rng.choice(values, (3, windows))  # few distinct series: many exact ties
+    series = pattern[rng.integers(0, 3, n_units)] * rng.choice([1.0, 1.0, 2.0], (n_units, 1))
+    inst = AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(n_nodes)),
+        capacity=rng.choice([1.0, 10.0, 100.0, 100.0], n_nodes),
+        draining=np.zeros(n_nodes, dtype=bool),
+        unit_ids=tuple(f"u{k}" for k in range(n_units)),
+        current=rng.integers(0, n_nodes, n_units),
+        series=series,
+        state_size=np.ones(n_units),
+        pinned=rng.random(n_units) < 0.1,
+    )
+    assignment, timed_out, result = global_assignment(inst, max_spread=max_spread)
+    assert result is not None and not timed_out
+    assert not result.stopped_by_cap
+    assert result.steps < repair_steps_cap(inst)
+    assert (assignment >= 0).all()
+    assert (assignment[inst.pinned] == inst.current[inst.pinned]).all()
+    # Never worse than the paper's plan it started from, lexicographically.
+    before, after = result.before, result.after
+    assert after.violation <= before.violation + 1e-9
+    if after.violation >= before.violation - 1e-9:
+        assert after.overloaded <= before.overloaded
