@@ -69,6 +69,21 @@ class CorrelationGlobalParams(StrictModel):
         description="Load balancing threshold, a fraction of node capacity: pairs further apart get balanced "
         "(Table 2: 0.1).",
     )
+    variant: Literal["paper", "improved"] = Field(
+        default="improved",
+        description="paper: Section 3.4 alone (node means may stay up to epsilon apart, correlated peaks may push "
+        "nodes above 100 %). improved: then moves and swaps (ties broken by the correlation score) until node "
+        "mean utilizations lie within max_spread points and no node exceeds 100 % in any window, where reachable; "
+        "with fewer than 5 windows it places by load (correlations that short are unreliable).",
+    )
+    max_spread: float = Field(
+        default=5.0,
+        ge=0.0,
+        le=100.0,
+        allow_inf_nan=False,
+        description="improved variant: largest allowed gap, in utilization points, between the most and the least "
+        "utilized staying node (mean over the windows).",
+    )
 
 
 class CorrelationPairwiseParams(StrictModel):
@@ -101,6 +116,15 @@ class CorrelationPairwiseParams(StrictModel):
         ge=-1.0,
         le=1.0,
         description="Correlation improvement threshold for the improved variants (Table 2: 0.8).",
+    )
+    max_spread: float | None = Field(
+        default=5.0,
+        ge=0.0,
+        le=100.0,
+        allow_inf_nan=False,
+        description="After the pair-wise step, moves and swaps within the budget until node mean utilizations lie "
+        "within max_spread points and no node exceeds 100 % in any window, where reachable (null: the paper's "
+        "algorithm alone).",
     )
 
 

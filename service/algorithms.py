@@ -82,7 +82,12 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "Xing, Zdonik & Hwang (Borealis), Section 3.4",
             ("load series (>= 2 windows)", "budget"),
             lambda inst, p, t: correlation.solve_global(
-                inst, theta=p.theta, epsilon=p.epsilon, time_limit_s=t
+                inst,
+                theta=p.theta,
+                epsilon=p.epsilon,
+                time_limit_s=t,
+                variant=p.variant,
+                max_spread=p.max_spread,
             ),
             params.CorrelationGlobalParams,
         ),
@@ -93,7 +98,13 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "Xing, Zdonik & Hwang (Borealis), Section 3.3",
             ("load series (>= 2 windows)", "budget"),
             lambda inst, p, t: correlation.solve_pairwise(
-                inst, variant=p.variant, epsilon=p.epsilon, delta=p.delta, theta=p.theta, time_limit_s=t
+                inst,
+                variant=p.variant,
+                epsilon=p.epsilon,
+                delta=p.delta,
+                theta=p.theta,
+                time_limit_s=t,
+                max_spread=p.max_spread,
             ),
             params.CorrelationPairwiseParams,
         ),

@@ -78,6 +78,10 @@ def test_unequal_series_lengths_are_a_422(client: TestClient) -> None:
         ({"name": "correlation-pairwise", "epsilon": 3}, "epsilon"),
         ({"name": "correlation-pairwise", "variant": "three-way"}, "variant"),
         ({"name": "correlation-pairwise", "delta": "NaN"}, "delta"),
+        ({"name": "correlation-global", "max_spread": -1}, "max_spread"),
+        ({"name": "correlation-global", "max_spread": "Infinity"}, "max_spread"),
+        ({"name": "correlation-global", "variant": "two-way"}, "variant"),
+        ({"name": "correlation-pairwise", "max_spread": 101}, "max_spread"),
     ],
 )
 def test_thresholds_out_of_range_are_a_422_naming_the_field(
@@ -131,3 +135,47 @@ def test_initial_placement_places_every_unit(client: TestClient) -> None:
 def test_algorithms_listing_names_both(client: TestClient) -> None:
     names = {a["name"] for a in client.get("/v1/algorithms").json()["algorithms"]}
     assert {"correlation-global", "correlation-pairwise"} <= names
+
+
+def test_paper_and_improved_variants_through_the_api(client: TestClient) -> None:
+    body = make_snapshot(n_nodes=5, units_per_node=6, windows=10, algorithm={"name": "correlation-global"})
+    for algorithm in (
+        {"name": "correlation-global", "variant": "paper"},
+        {"name": "correlation-global", "variant": "improved", "max_spread": 2.0},
+        {"name": "correlation-pairwise", "max_spread": None},
+        {"name": "correlation-pairwise", "max_spread": 2.0},
+    ):
+        response = _post(client, {**body, "algorithm": algorithm})
+        assert response.status_code == 200, response.text
+        assert check_plan({**body, "algorithm": algorithm}, response.json()) == []
+
+
+def test_short_series_note_through_the_api(client: TestClient) -> None:
+    body = make_snapshot(n_nodes=3, windows=2, algorithm={"name": "correlation-global"})
+    plan = _post(client, body).json()
+    assert any("unreliable" in note and "+-1" in note for note in plan["notes"]), plan["notes"]
+
+
+def test_too_many_load_values_is_a_422_naming_the_limit() -> None:
+    import numpy as np
+
+    from solvers.correlation import solve_global
+    from solvers.correlation.solve import MAX_SERIES_CELLS
+    from solvers.errors import UnsolvableRequest
+    from solvers.instance import AssignmentInstance
+
+    units, windows = 2_500, MAX_SERIES_CELLS // 2_500 + 1
+    inst = AssignmentInstance(
+        node_ids=("a", "b"),
+        capacity=np.full(2, 100.0),
+        draining=np.zeros(2, dtype=bool),
+        unit_ids=tuple(f"u{k}" for k in range(units)),
+        current=np.zeros(units, dtype=np.int64),
+        series=np.zeros((units, windows)),
+        state_size=np.ones(units),
+        pinned=np.zeros(units, dtype=bool),
+    )
+    with pytest.raises(UnsolvableRequest) as caught:
+        solve_global(inst)
+    assert caught.value.loc == ("body", "units", 0, "load")
+    assert f"{MAX_SERIES_CELLS}" in caught.value.msg

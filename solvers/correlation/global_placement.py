@@ -14,6 +14,10 @@ trimtab additions (not in the paper, which plans from scratch):
   fewer migrations.
 - A migration budget the global plan does not fit falls back to the improved selective exchange pair-wise algorithm
   from the current placement (the paper's own answer to limited migration), with a note.
+- The `improved` variant (`max_spread` set) runs the repair of `solvers.correlation.repair` after step 3: node mean
+  utilizations within max_spread points of each other and no node above 100 % in any window where moves and swaps
+  can reach that. With fewer than RELIABLE_WINDOWS windows it does not trust correlations: the greedy and the
+  balancing select by load and step 3 is skipped (the repair still uses every window's loads).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from solvers.correlation.pairwise import (
     pairing_round,
     two_way,
 )
+from solvers.correlation.repair import RepairResult, SpreadRepair
 from solvers.correlation.stats import LoadState
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray
 
@@ -105,6 +110,11 @@ def match_bins_to_nodes(instance: AssignmentInstance, assignment: IntArray) -> I
     return out
 
 
+def repair_steps_cap(instance: AssignmentInstance) -> int:
+    """Each repair step strictly lowers the penalty; this cap bounds the loop whatever the tolerances do."""
+    return 4 * int(instance.movable.sum()) + 10 * instance.n_nodes + 100
+
+
 def global_assignment(
     instance: AssignmentInstance,
     theta: float = 0.8,
@@ -113,9 +123,10 @@ def global_assignment(
     improve: bool = True,
     seed: int = 0,
     deadline: float = math.inf,
-) -> tuple[IntArray, bool]:
-    """The global plan (steps 1-3) for every movable unit, ignoring former locations and the budget; and whether the
-    improvement step stopped at the deadline."""
+    max_spread: float | None = None,
+) -> tuple[IntArray, bool, RepairResult | None]:
+    """The global plan (steps 1-3, then the repair when `max_spread` is set) for every movable unit, ignoring former
+    locations and the budget; whether a step stopped at the deadline; the repair's result."""
     # The paper's global algorithm ignores where units were: no budget while planning (the caller checks it).
     unbudgeted = replace(instance, max_migrations=None, max_migration_cost=None)
     start = np.where(instance.pinned, instance.current, UNPLACED).astype(np.int64)
@@ -124,6 +135,9 @@ def global_assignment(
     # The greedy places units; the cap is the one of the final plan's validation (checked by the caller).
     greedy_assign(ctx, np.flatnonzero(instance.movable), ctx.staying, check_budget=False)
     pairing_round(ctx, "one-way", epsilon)
-    if improve and selection == "correlation":
+    if improve and selection == "correlation" and not ctx.out_of_time():
         correlation_improvement_global(ctx, theta)
-    return state.assignment, ctx.timed_out
+    repaired = None
+    if max_spread is not None and not ctx.out_of_time():
+        repaired = SpreadRepair(ctx, max_spread, repair_steps_cap(instance)).run()
+    return state.assignment, ctx.timed_out, repaired

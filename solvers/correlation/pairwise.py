@@ -26,6 +26,7 @@ checks the migration budget (a step stops when it is spent) and that the receive
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from typing import Literal
@@ -33,7 +34,7 @@ from typing import Literal
 import numpy as np
 
 from solvers.correlation.stats import LoadState
-from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, IntArray
+from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, FloatArray, IntArray
 
 Selection = Literal["correlation", "largest-load", "random"]
 PairwiseVariant = Literal[
@@ -60,7 +61,7 @@ class PairContext:
         self.state = state
         self.selection = selection
         self.delta = delta
-        # time.perf_counter() instant after which the correlation improvement loops stop (quadratic in the nodes)
+        # time.perf_counter() instant after which every loop stops and the greedy places the rest by load alone
         self.deadline = deadline
         self.timed_out = False
         self.cap = state.instance.utilization_cap()
@@ -115,7 +116,7 @@ def one_way(ctx: PairContext, heavy: int, light: int) -> int:
     cap_h, cap_l = st.capacity[heavy], st.capacity[light]
     pair = np.array([heavy, light])
     moved = 0
-    while True:
+    while not ctx.out_of_time():
         gap = 100.0 * (st.node_load[heavy] / cap_h - st.node_load[light] / cap_l)
         units = ctx.units_on(heavy)
         if gap <= 0 or not len(units):
@@ -142,17 +143,20 @@ def greedy_assign(ctx: PairContext, units: IntArray, receivers: IntArray, check_
 
     Units whose every placement breaks the budget stay where they are (`check_budget`); a receiver prefers units that
     fit under the utilization cap and takes an unfitting one only when none fits (initial placement of an over-full
-    cluster: the validator's cap is then the peak after)."""
+    cluster: the validator's cap is then the peak after). At the deadline the units still unplaced go, largest load
+    first, to the least utilized receiver (the load-only greedy, O(U log n)), so the whole placement stops in time."""
     st = ctx.state
     units = np.asarray(units, dtype=np.int64)
     alive = np.ones(len(units), dtype=bool)
-    correlation = ctx.selection == "correlation"
     # rho(o, N_j) of every unit still to place against every receiver, kept incrementally: placing o on r changes
     # only r's series (and that of o's former node, when o leaves a draining node), so each step recomputes one or
     # two columns, O(U k), instead of the whole U x n matrix, O(U n k).
-    rho = st.rho(units, receivers) if correlation else None
+    rho = _rho_in_chunks(ctx, units, receivers) if ctx.selection == "correlation" else None
     receiver_pos = {int(node): pos for pos, node in enumerate(receivers.tolist())}
     while alive.any():
+        if ctx.out_of_time():
+            _place_by_load(ctx, units[alive], receivers, check_budget)
+            return
         r_pos = int(np.argmin(st.utilization(receivers)))
         r = int(receivers[r_pos])
         rows = np.flatnonzero(alive)
@@ -181,6 +185,56 @@ def greedy_assign(ctx: PairContext, units: IntArray, receivers: IntArray, check_
             )
             left = np.flatnonzero(alive)
             rho[np.ix_(left, changed)] = st.rho(units[left], receivers[changed])
+
+
+# Units per block of the initial rho matrix: the deadline is checked between blocks (each O(block x n x k)).
+_RHO_BLOCK = 64
+
+
+def _rho_in_chunks(ctx: PairContext, units: IntArray, receivers: IntArray) -> FloatArray | None:
+    """rho(units, receivers) block by block; None when the deadline passes first (the caller places by load)."""
+    out = np.empty((len(units), len(receivers)))
+    for start in range(0, len(units), _RHO_BLOCK):
+        if ctx.out_of_time():
+            return None
+        block = units[start : start + _RHO_BLOCK]
+        out[start : start + len(block)] = ctx.state.rho(block, receivers)
+    return out
+
+
+def _place_by_load(ctx: PairContext, units: IntArray, receivers: IntArray, check_budget: bool) -> None:
+    """Largest load first onto the least utilized receiver (a heap of utilizations): the greedy's fallback at the
+    deadline, on mean loads only, applied in one pass at the end (O(U log n + U k)). Units the budget keeps off
+    that receiver stay where they are."""
+    st = ctx.state
+    inst = st.instance
+    node_load = st.node_load.copy()
+    heap = [(float(100.0 * node_load[r] / st.capacity[r]), int(r)) for r in receivers.tolist()]
+    heapq.heapify(heap)
+    migrations, cost = st.migrations, st.migration_cost
+    targets = st.assignment.copy()
+    for unit in units[np.argsort(-st.load[units], kind="stable")].tolist():
+        if not heap:
+            break
+        _, r = heapq.heappop(heap)
+        origin = int(inst.current[unit])
+        adds = origin != UNPLACED and r != origin and targets[unit] == origin
+        if check_budget and adds:
+            size = float(inst.state_size[unit])
+            if (inst.max_migrations is not None and migrations + 1 > inst.max_migrations) or (
+                inst.max_migration_cost is not None and cost + size > inst.max_migration_cost * (1 + 1e-12)
+            ):
+                heapq.heappush(heap, (float(100.0 * node_load[r] / st.capacity[r]), r))
+                continue
+        if adds:
+            migrations += 1
+            cost += float(inst.state_size[unit])
+        if targets[unit] >= 0:
+            node_load[targets[unit]] -= st.load[unit]
+        targets[unit] = r
+        node_load[r] += st.load[unit]
+        heapq.heappush(heap, (float(100.0 * node_load[r] / st.capacity[r]), r))
+    st.reassign(targets)
 
 
 def split_pair(ctx: PairContext, a: int, b: int, units: IntArray) -> IntArray:
@@ -245,6 +299,8 @@ def two_way(ctx: PairContext, a: int, b: int) -> bool:
     """3.3.2: redistribute all movable units of the pair from scratch, then balance one way. Kept only if the result
     respects the budget and the cap; otherwise the pair falls back to one-way balancing. Returns True if kept."""
     st = ctx.state
+    if ctx.out_of_time():
+        return False
     snap = st.snapshot()
     units = np.concatenate([ctx.units_on(a), ctx.units_on(b)])
     if len(units):
@@ -280,6 +336,8 @@ def selective_exchange(ctx: PairContext, a: int, b: int) -> None:
     pair_units = len(ctx.units_on(a)) + len(ctx.units_on(b))
     exchanged = 0
     for _ in range(pair_units):
+        if ctx.out_of_time():
+            break
         heavy, light = ordered()
         units = ctx.units_on(heavy)
         units = units[st.migrations_allowed(units, light)]
@@ -319,6 +377,8 @@ def pairing_round(ctx: PairContext, variant: str, epsilon: float) -> None:
     nodes = ctx.staying
     order = nodes[np.argsort(-st.utilization(nodes), kind="stable")]
     for i in range(len(order) // 2):
+        if ctx.out_of_time():
+            return
         heavy, light = int(order[i]), int(order[len(order) - 1 - i])
         util = st.utilization()
         if util[heavy] - util[light] > 100.0 * epsilon:

@@ -73,8 +73,13 @@ class LoadState:
         self.load = instance.load
         self.capacity = instance.capacity
         self.scale = max(1.0, float(series.sum(axis=0).max(initial=0.0))) ** 2 * series.shape[1]
+        self.reassign(assignment)
+
+    def reassign(self, assignment: IntArray) -> None:
+        """Set a whole assignment at once and recompute the node series and counters (O(U k))."""
+        instance = self.instance
         self.assignment = assignment.copy()
-        self.node_series = node_series(series, self.assignment, instance.n_nodes)
+        self.node_series = node_series(self.series, self.assignment, instance.n_nodes)
         self.node_centered = self.node_series - self.node_series.mean(axis=1, keepdims=True)
         self.node_sq = np.einsum("ij,ij->i", self.node_centered, self.node_centered)
         self.node_load = self.node_series.mean(axis=1)

@@ -1,0 +1,131 @@
+"""Exact completion of the spread repair on small instances (CP-SAT; trimtab, not in the paper).
+
+Local moves and swaps can stall where only a three-way exchange meets the spread bound. When the repair ends with
+the bound missed or a node above 100 % in some window, and the model is small (movable units x staying nodes x
+windows at most MAX_TERMS), one CP-SAT model decides it exactly:
+
+- instance: the movable units on staying nodes (or with no node yet) are variables x[u, n]; pinned units and units
+  left on draining nodes are constants;
+- constraints: every variable unit on exactly one staying node; lo <= mean utilization of n <= lo + max_spread (in
+  integer units of 1/SCALE points, tightened by the worst rounding of a node's sum); each node's mean utilization at
+  most the validator's cap; the migration count within the budget;
+- objective: the number of staying nodes above 100 % in some window (o[n] = 1 allowed when a window exceeds it),
+  with the local search's plan as the hint.
+
+The answer is re-evaluated in floating point by the caller and kept only if strictly better. A cost budget
+(max_migration_cost) is left to the local search (its float costs would need a second rounding argument).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solvers.correlation.stats import LoadState
+from solvers.instance import IntArray
+
+MAX_TERMS = 8_000  # variable units x staying nodes x windows
+SCALE = 10_000  # integer units per utilization point
+MAX_TIME_S = 1.0  # even without a time limit, the exact step never runs longer
+
+
+@dataclass(frozen=True)
+class ExactParameters:
+    max_spread: float
+    time_limit_s: float
+    max_overloaded: int  # require strictly fewer overloaded nodes than the local plan when it met the bound
+    windows: IntArray  # the windows whose peaks count (where the cluster stays within its capacity)
+
+
+def exact_spread_repair(
+    state: LoadState, staying: IntArray, cap: float, params: ExactParameters
+) -> IntArray | None:
+    """An assignment meeting the spread bound with at most `max_overloaded` nodes above 100 %, the fewest found; or
+    None (infeasible, unknown in time, or too large)."""
+    inst = state.instance
+    k = state.series.shape[1]
+    on_staying = np.zeros(inst.n_nodes, dtype=bool)
+    on_staying[staying] = True
+    where = state.assignment
+    variable = inst.movable & ((where < 0) | on_staying[np.maximum(where, 0)])
+    units = np.flatnonzero(variable)
+    n = len(staying)
+    if n < 2 or not len(units) or len(units) * n * k > MAX_TERMS or params.time_limit_s <= 0.01:
+        return None
+    if inst.max_migration_cost is not None:
+        return None
+    # Utilization contributions in integer units of 1/SCALE points: per unit, node and window.
+    fixed = np.zeros((n, k))
+    fixed_units = np.flatnonzero(~variable & (where >= 0) & on_staying[np.maximum(where, 0)])
+    pos = np.full(inst.n_nodes, -1)
+    pos[staying] = np.arange(n)
+    np.add.at(fixed, pos[where[fixed_units]], state.series[fixed_units])
+    inv_cap = 100.0 * SCALE / state.capacity[staying]
+    unit_util = state.series[units][:, None, :] * inv_cap[None, :, None]  # (U, n, k)
+    fixed_util = fixed * inv_cap[:, None]
+    largest = float(max(unit_util.max(initial=0.0) * len(units), fixed_util.max(initial=0.0)))
+    if not math.isfinite(largest) or largest > 1e15:
+        return None
+    w = np.rint(unit_util).astype(np.int64)
+    w_mean = np.rint(unit_util.mean(axis=2)).astype(np.int64)  # (U, n)
+    f = np.rint(fixed_util).astype(np.int64)
+    f_mean = np.rint(fixed_util.mean(axis=1)).astype(np.int64)
+    # Each rounded term errs by at most 1/2 unit: a node's sum by (units + 1) / 2, a difference by units + 1.
+    slack = len(units) + 1
+
+    model = cp_model.CpModel()
+    x = {(u, j): model.new_bool_var(f"x{u}_{j}") for u in range(len(units)) for j in range(n)}
+    for u in range(len(units)):
+        model.add_exactly_one(x[u, j] for j in range(n))
+    upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
+    lo = model.new_int_var(0, upper_mean, "lo")
+    spread = math.floor(params.max_spread * SCALE) - slack
+    if spread < 0:
+        return None
+    cap_units = math.floor(cap * SCALE) - slack // 2 - 1
+    overloaded = []
+    limit = 100 * SCALE - slack // 2 - 1
+    for j in range(n):
+        mean_j = sum(int(w_mean[u, j]) * x[u, j] for u in range(len(units))) + int(f_mean[j])
+        model.add(mean_j >= lo)
+        model.add(mean_j <= lo + spread)
+        model.add(mean_j <= cap_units)
+        o = model.new_bool_var(f"over{j}")
+        overloaded.append(o)
+        big = int(w[:, j, :].sum(axis=0).max() + f[j].max() + 1)
+        for t in params.windows.tolist():
+            load_jt = sum(int(w[u, j, t]) * x[u, j] for u in range(len(units)) if w[u, j, t]) + int(f[j, t])
+            model.add(load_jt <= limit + big * o)
+    model.add(sum(overloaded) <= params.max_overloaded)
+    if inst.max_migrations is not None:
+        origin = inst.current[units]
+        fixed_migrations = int(inst.migration_mask(state.assignment)[~variable].sum())
+        moved = []
+        always = 0
+        for u, o_node in enumerate(origin.tolist()):
+            if o_node < 0:
+                continue
+            if pos[o_node] < 0:
+                always += 1  # its origin is draining: a migration wherever it goes
+            else:
+                moved.append(1 - x[u, int(pos[o_node])])
+        model.add(sum(moved) + always + fixed_migrations <= inst.max_migrations)
+    model.minimize(sum(overloaded))
+    for u, unit in enumerate(units.tolist()):
+        here = int(pos[where[unit]]) if where[unit] >= 0 else -1
+        for j in range(n):
+            model.add_hint(x[u, j], j == here)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = min(params.time_limit_s, MAX_TIME_S)
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    status = solver.solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    out = state.assignment.copy()
+    for u, unit in enumerate(units.tolist()):
+        out[unit] = int(staying[next(j for j in range(n) if solver.boolean_value(x[u, j]))])
+    return out
