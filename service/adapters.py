@@ -46,7 +46,10 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
         traffic_src=np.array([unit_index[t.src] for t in request.traffic], dtype=np.int64),
         traffic_dst=np.array([unit_index[t.dst] for t in request.traffic], dtype=np.int64),
         traffic_rate=np.array([t.rate for t in request.traffic], dtype=np.float64),
-        max_migrations=request.budget.max_migrations,
+        # More migrations than units limits nothing: clamp, so no solver sees a count beyond the instance.
+        max_migrations=None
+        if request.budget.max_migrations is None
+        else min(request.budget.max_migrations, len(units)),
         max_migration_cost=request.budget.max_migration_cost,
     )
 
