@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import PROBLEM_JSON
 from service.telemetry import count_rejection
 
+RECEIVED_AT = (
+    "trimtab_received_at"  # request state key: time.monotonic() when the request's first byte was seen
+)
 OPEN_PATHS = frozenset({"/healthz"})  # with a token set; readiness and metrics can be opened in the settings
 
 
@@ -59,6 +63,8 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # When the request began (before its body): a plan's deadline counts from here (see RECEIVED_AT).
+        scope.setdefault("state", {})[RECEIVED_AT] = time.monotonic()
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:

@@ -72,8 +72,7 @@ def size_errors(request: AssignmentRequest, settings: Settings) -> list[tuple[tu
         errors.append((("body", "units"), f"at most {settings.max_units} units per request"))
     if len(request.nodes) > settings.max_nodes:
         errors.append((("body", "nodes"), f"at most {settings.max_nodes} nodes per request"))
-    first = request.units[0].load if request.units else 0.0
-    windows = len(first) if isinstance(first, list) else 1
+    windows = _windows(request)
     if windows > 1 and len(request.nodes) * windows > settings.max_node_values:
         errors.append(
             (
@@ -83,6 +82,11 @@ def size_errors(request: AssignmentRequest, settings: Settings) -> list[tuple[tu
             )
         )
     return errors
+
+
+def _windows(request: AssignmentRequest) -> int:
+    first = request.units[0].load
+    return len(first) if isinstance(first, list) else 1
 
 
 def _problem(problem: Problem, headers: dict[str, str] | None = None) -> WorkerAnswer:
@@ -141,14 +145,32 @@ def _plan(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -
     deadline = job.started + time_limit + settings.deadline_slack_s
     announce(deadline)
     spec = REGISTRY[request.algorithm.name]
+    n_values = len(request.units) * _windows(request)
+    reserve = post_solve_reserve_s(len(request.units), n_values)
+    # What the adapter and the post-solve steps will take, from measured costs: when that cannot fit before the
+    # deadline, say so now (422 naming time_limit_s) rather than burn the worker until it is killed.
+    needed = 2.0 * reserve
+    if time.monotonic() + needed > deadline:
+        at_least = time.monotonic() + needed - job.started - settings.deadline_slack_s
+        raise invalid_snapshot(
+            [
+                (
+                    ("body", "time_limit_s"),
+                    f"{time_limit:g} s is too short to plan {len(request.units)} units x {_windows(request)} "
+                    f"windows here (parse, statistics, validation and serialization alone need about "
+                    f"{at_least:.1f} s): send time_limit_s of at least {at_least:.1f}, or a smaller snapshot",
+                )
+            ]
+        )
     instance = to_instance(request)
-    reserve = post_solve_reserve_s(instance.n_units, instance.series.size)
-    # The solver's budget: time_limit_s from the start of the request, less the reserve (it ends early enough for
-    # the statistics, the validator and the serialization); never below a token amount (it still returns a plan).
-    solver_budget = max(0.001, min(time_limit, job.started + time_limit - time.monotonic()) - reserve)
+    params = request.algorithm
+    del request  # the parsed models are the largest thing in memory; the validator reads the raw JSON
+    # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
+    # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
+    solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))
     started = time.perf_counter()
     try:
-        plan = spec.solve(instance, request.algorithm, solver_budget)
+        plan = spec.solve(instance, params, solver_budget)
     except UnsolvableRequest as exc:
         raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
     solve_s = time.perf_counter() - started

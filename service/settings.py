@@ -18,7 +18,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     pool_size: int = Field(default=2, ge=1, description="Solver calls running at once.")
     queue_size: int = Field(
-        default=4, ge=0, description="Solver calls waiting; beyond that the answer is 503."
+        default=30,
+        ge=0,
+        description="Solver calls waiting (each bounded by its deadline); beyond that the answer is 503.",
     )
     default_time_limit_s: float = Field(default=2.0, gt=0)
     max_time_limit_s: float = Field(default=60.0, gt=0)

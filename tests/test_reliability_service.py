@@ -86,7 +86,10 @@ def test_a_solver_over_the_memory_limit_is_413_and_the_worker_replaced(
     monkeypatch.setitem(REGISTRY, "flux", replace(REGISTRY["flux"], solve=_eat_memory))
     app = create_app(Settings(pool_size=1, queue_size=0, worker_memory_mb=512))
     with TestClient(app) as c:
-        problem = assert_problem(c.post(PLAN, json=make_snapshot(algorithm={"name": "flux"})), 413)
+        hungry = make_snapshot(
+            algorithm={"name": "flux"}, time_limit_s=30.0
+        )  # the limit, not the clock, stops it
+        problem = assert_problem(c.post(PLAN, json=hungry), 413)
         assert "memory" in problem["detail"]
         assert app.state.pool.recycled == 1
         ok = c.post(PLAN, json=make_snapshot(algorithm={"name": "largest-load-first"}))

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request, Response
 from schemas.assignment import PlanResponse
 from service.algorithms import REGISTRY
 from service.errors import PROBLEM_RESPONSES, ProblemError
+from service.middleware import RECEIVED_AT
 from service.planning import PlanJob
 from service.pool import DeadlineExceeded, SolverPool, WorkerDied
 from service.settings import Settings
@@ -38,7 +39,8 @@ REQUEST_BODY = {
     openapi_extra=REQUEST_BODY,
 )
 async def plan_assignment(request: Request) -> Response:
-    started = time.monotonic()
+    # The whole request counts against its deadline, the body upload included.
+    started = request.scope.get("state", {}).get(RECEIVED_AT, time.monotonic())
     settings: Settings = request.app.state.settings
     body = await request.body()
     pool: SolverPool = request.app.state.pool
