@@ -53,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_bytes=settings.max_body_bytes,
         timeout_s=settings.body_timeout_s,
         idle_timeout_s=settings.body_idle_timeout_s,
+        max_buffered_bytes=settings.max_buffered_body_bytes,
     )
     app.include_router(health.router)
     app.include_router(assignment.router)

@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     body_idle_timeout_s: float = Field(
         default=10.0, gt=0, description="At most this long between two chunks of a request body (else 408)."
     )
+    max_buffered_body_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="Request bodies held at once, all requests together (at least max_body_bytes); beyond: 503.",
+    )
     open_readyz: bool = Field(default=False, description="With a token set: /readyz answers without it.")
     open_metrics: bool = Field(default=False, description="With a token set: /metrics answers without it.")
 

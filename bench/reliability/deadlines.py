@@ -4,7 +4,7 @@
 
 For every algorithm and shape: the wall time of the whole request (client side: send, parse, solve, validate,
 serialize, receive) against time_limit_s + 1 s, the answer, and the peak resident memory of the service (its
-process plus its solver workers, sampled every 20 ms during the request) against 30 x body + 300 MiB.
+process plus its solver workers, proportional set size summed, sampled every 20 ms during the request) against 30 x body + 300 MiB.
 
 Shapes (the caps of schemas/assignment.py and service/settings.py):
 - units:   10,000 nodes x 250,000 units, one load each (the unit and node caps);
@@ -64,10 +64,11 @@ def body_for(shape: str, algorithm: str, time_limit_s: float, seed: int = 0) -> 
     return json.dumps(body).encode()
 
 
-def _rss_bytes(pid: int) -> int:
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size: pages shared between the service and its forked workers count once in the sum."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
@@ -91,7 +92,7 @@ def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int]:
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, sum(_rss_bytes(p) for p in _family(pid)))
+            peak = max(peak, sum(_pss_bytes(p) for p in _family(pid)))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -120,7 +121,7 @@ def main() -> None:
     algorithms = args.only.split(",") if args.only else ALGORITHMS
     print(f"load average {os.getloadavg()[0]:.1f} (2 cores); time_limit_s {args.time_limit:g}")
     print(
-        "| algorithm | shape | body MiB | wall s | limit + 1 s | within | status | answer | peak RSS MiB | RSS cap MiB |"
+        "| algorithm | shape | body MiB | wall s | limit + 1 s | within | status | answer | peak memory MiB | cap MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     with serve("trimtab") as (url, process):
