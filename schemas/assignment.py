@@ -21,6 +21,8 @@ MAX_SERIES_LENGTH = 4_096
 MAX_SERIES_VALUES = 5_000_000
 MAX_TRAFFIC = 1_000_000
 MAX_RESOURCES = 16
+# A budget beyond the unit count limits nothing; the cap keeps it a machine integer for every solver (10**30 was a 500).
+MAX_MIGRATIONS = 2**31 - 1
 
 ResourceName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
 
@@ -68,7 +70,12 @@ class Traffic(StrictModel):
 
 
 class Budget(StrictModel):
-    max_migrations: int | None = Field(default=None, ge=0, description="At most this many units move.")
+    max_migrations: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MIGRATIONS,
+        description="At most this many units move (values above the number of units mean no count limit).",
+    )
     max_migration_cost: NonNegativeFloat | None = Field(
         default=None, description="Sum of the moved units' state_size stays at or below this."
     )

@@ -20,11 +20,18 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
     node_index = {node.id: i for i, node in enumerate(request.nodes)}
     unit_index = {unit.id: k for k, unit in enumerate(request.units)}
     units = request.units
-    series = np.array([u.load if isinstance(u.load, list) else [u.load] for u in units], dtype=np.float64)
+    if isinstance(units[0].load, list):
+        series = np.array([u.load for u in units], dtype=np.float64)
+    else:  # single loads: no list per unit (250,000 of them cost a second)
+        series = np.fromiter((u.load for u in units), dtype=np.float64, count=len(units))[:, None]
     resource_names = tuple(
         sorted({r for u in units for r in u.resources} | {r for n in request.nodes for r in n.resources})
     )
-    usage = np.array([[u.resources.get(r, 0.0) for r in resource_names] for u in units], dtype=np.float64)
+    usage = (
+        np.array([[u.resources.get(r, 0.0) for r in resource_names] for u in units], dtype=np.float64)
+        if resource_names
+        else np.zeros((len(units), 0))
+    )
     capacity_r = np.array(
         [[n.resources.get(r, np.inf) for r in resource_names] for n in request.nodes], dtype=np.float64
     )
@@ -46,7 +53,10 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
         traffic_src=np.array([unit_index[t.src] for t in request.traffic], dtype=np.int64),
         traffic_dst=np.array([unit_index[t.dst] for t in request.traffic], dtype=np.int64),
         traffic_rate=np.array([t.rate for t in request.traffic], dtype=np.float64),
-        max_migrations=request.budget.max_migrations,
+        # More migrations than units limits nothing: clamp, so no solver sees a count beyond the instance.
+        max_migrations=None
+        if request.budget.max_migrations is None
+        else min(request.budget.max_migrations, len(units)),
         max_migration_cost=request.budget.max_migration_cost,
     )
 

@@ -47,7 +47,7 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "Baseline: pair most/least loaded nodes, move the best-fitting unit, repeat within the budget.",
             "Shah et al. (Flux) as described by Madsen et al., Section 2",
             ("mean load per unit", "budget"),
-            lambda inst, p, t: baselines.flux(inst),
+            lambda inst, p, t: baselines.flux(inst, time_limit_s=t),
             params.FluxParams,
         ),
         AlgorithmSpec(
@@ -55,7 +55,7 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "Baseline: the most loaded node gives its largest unit that lowers the peak to the least loaded node.",
             "Xing et al., Section 5 (LLF)",
             ("mean load per unit", "budget"),
-            lambda inst, p, t: baselines.largest_load_first(inst),
+            lambda inst, p, t: baselines.largest_load_first(inst, time_limit_s=t),
             params.LargestLoadFirstParams,
         ),
         AlgorithmSpec(
@@ -63,7 +63,7 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "Baseline: spread units evenly by count, ignoring load.",
             "-",
             ("budget",),
-            lambda inst, p, t: baselines.round_robin(inst),
+            lambda inst, p, t: baselines.round_robin(inst, time_limit_s=t),
             params.RoundRobinParams,
         ),
         AlgorithmSpec(
@@ -71,7 +71,7 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             "Baseline: random units to random nodes within the budget (seeded).",
             "Xing et al., Section 5 (random)",
             ("budget",),
-            lambda inst, p, t: baselines.random_moves(inst, seed=p.seed),
+            lambda inst, p, t: baselines.random_moves(inst, seed=p.seed, time_limit_s=t),
             params.RandomParams,
         ),
         AlgorithmSpec(

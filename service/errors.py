@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -71,9 +71,53 @@ def problem_response(problem: Problem, headers: dict[str, str] | None = None) ->
     )
 
 
-def _clean_msg(error: dict[str, Any]) -> str:
+def _clean_msg(error: Mapping[str, Any]) -> str:
     msg = str(error.get("msg", "invalid"))
     return msg.removeprefix("Value error, ")
+
+
+def is_unparseable(errors: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether validation failed because the body is not JSON at all (400), not because JSON is invalid (422)."""
+    return any(e.get("type") == "json_invalid" for e in errors)
+
+
+def validation_problem(errors: Sequence[Mapping[str, Any]], path: str) -> Problem:
+    """The problem document for pydantic errors: 400 when the body is not JSON, else 422 naming every field."""
+    if is_unparseable(errors):
+        return Problem(
+            type="https://trimtab.dev/problems/unparseable-body",
+            title="Body is not parseable JSON",
+            status=400,
+            detail=f"body: not parseable JSON ({_clean_msg(errors[0])})",
+            instance=path,
+            errors=[FieldError(loc=["body"], msg=_clean_msg(errors[0]))],
+        )
+    fields = [FieldError(loc=list(e.get("loc", ())), msg=_clean_msg(e)) for e in errors]
+    first = fields[0] if fields else FieldError(loc=["body"], msg="invalid")
+    more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
+    return Problem(
+        type="https://trimtab.dev/problems/invalid-request",
+        title="Invalid request",
+        status=422,
+        detail=f"{'.'.join(str(p) for p in first.loc)}: {first.msg}{more}",
+        instance=path,
+        errors=fields[:100],
+    )
+
+
+def problem_of(exc: ProblemError, path: str) -> Problem:
+    return Problem(
+        type=exc.type_,
+        title=exc.title,
+        status=exc.status,
+        detail=exc.detail,
+        instance=path,
+        errors=exc.errors,
+    )
+
+
+def problem_bytes(problem: Problem) -> bytes:
+    return problem.model_dump_json(exclude_none=True).encode()
 
 
 def _answer(request: Request, problem: Problem, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -84,30 +128,11 @@ def _answer(request: Request, problem: Problem, headers: dict[str, str] | None =
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
-        problem = Problem(
-            type=exc.type_,
-            title=exc.title,
-            status=exc.status,
-            detail=exc.detail,
-            instance=request.url.path,
-            errors=exc.errors,
-        )
-        return _answer(request, problem, exc.headers)
+        return _answer(request, problem_of(exc, request.url.path), exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [FieldError(loc=list(e.get("loc", ())), msg=_clean_msg(e)) for e in exc.errors()]
-        first = errors[0] if errors else FieldError(loc=["body"], msg="invalid")
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        problem = Problem(
-            type="https://trimtab.dev/problems/invalid-request",
-            title="Invalid request",
-            status=422,
-            detail=f"{'.'.join(str(p) for p in first.loc)}: {first.msg}{more}",
-            instance=request.url.path,
-            errors=errors[:100],
-        )
-        return _answer(request, problem)
+        return _answer(request, validation_problem(exc.errors(), request.url.path))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
-from service.errors import install_problem_handlers
+from schemas.assignment import AssignmentRequest
+from service.errors import PROBLEM_RESPONSES, install_problem_handlers
 from service.logs import RequestContextMiddleware, configure_json_logging
 from service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
+from service.planning import plan_task
 from service.pool import SolverPool
 from service.routers import assignment, health, splitter
 from service.settings import Settings, get_settings
@@ -30,7 +35,13 @@ def operation_id(route: APIRoute) -> str:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_json_logging(settings.log_level)
-    pool = SolverPool(settings.pool_size, settings.queue_size, settings.retry_after_s)
+    pool = SolverPool(
+        settings.pool_size,
+        settings.queue_size,
+        settings.retry_after_s,
+        task=partial(plan_task, settings),
+        memory_limit_bytes=settings.worker_memory_mb * 1024 * 1024,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -50,13 +61,62 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.state.metrics.watch_pool(lambda: pool.in_flight, pool.capacity)
     install_problem_handlers(app)
-    app.add_middleware(BearerAuthMiddleware, token=settings.auth_token)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BearerAuthMiddleware, token=settings.auth_token, open_paths=open_paths(settings))
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        timeout_s=settings.body_timeout_s,
+        idle_timeout_s=settings.body_idle_timeout_s,
+        max_buffered_bytes=settings.max_buffered_body_bytes,
+    )
     app.add_middleware(RequestContextMiddleware)  # added last = outermost: sees and times every answer
     app.include_router(health.router)
     app.include_router(assignment.router)
     app.include_router(splitter.router)
+    document_request_bodies(app, [AssignmentRequest])
     return app
+
+
+def open_paths(settings: Settings) -> frozenset[str]:
+    """What answers without the token when one is set: liveness always, readiness and metrics when configured."""
+    paths = {"/healthz"}
+    if settings.open_readyz:
+        paths.add("/readyz")
+    if settings.open_metrics:
+        paths.add("/metrics")
+    return frozenset(paths)
+
+
+def document_request_bodies(app: FastAPI, models: list[type[BaseModel]]) -> None:
+    """Add request models that a route parses itself (off the event loop) to the OpenAPI components, rendered by
+    FastAPI exactly as for a parsed body: the document is generated with one undocumented route per model, whose
+    paths are then dropped."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        extra = []
+        for model in models:
+
+            async def takes(body: Any) -> None:
+                return None
+
+            takes.__annotations__ = {"body": model, "return": None}  # the model itself, not a postponed name
+            extra.append(
+                APIRoute(f"/__model__/{model.__name__}", takes, methods=["POST"], responses=PROBLEM_RESPONSES)
+            )
+        routes = app.router.routes
+        app.router.routes = [*routes, *extra]
+        try:
+            document = generate()
+        finally:
+            app.router.routes = routes
+        for route in extra:
+            document["paths"].pop(route.path, None)
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 app = create_app()

@@ -1,18 +1,22 @@
-"""ASGI middleware: request body size limit (413) and optional bearer-token auth (401), both as problem+json."""
+"""ASGI middleware: request body size limit (413) and read timeouts (408), and optional bearer-token auth (401),
+all as problem+json."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import PROBLEM_JSON
 from service.telemetry import count_rejection
 
-OPEN_PATHS = frozenset(
-    {"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"}
+RECEIVED_AT = (
+    "trimtab_received_at"  # request state key: time.monotonic() when the request's first byte was seen
 )
+OPEN_PATHS = frozenset({"/healthz"})  # with a token set; readiness and metrics can be opened in the settings
 
 
 async def _send_problem(
@@ -44,23 +48,42 @@ async def _send_problem(
 
 class BodyLimitMiddleware:
     """413 for bodies over `max_bytes`: at once when Content-Length says so, else (chunked bodies) as soon as the
-    bytes read pass the limit. The body is read here, before the app sees it, because an exception raised from
-    inside the app's `receive` would be turned into a 400 by FastAPI's body parser; the app then gets the buffered
-    body replayed (it would buffer it anyway to parse the JSON)."""
+    bytes read pass the limit; 503 when the bodies of all requests in flight would pass `max_buffered_bytes`; 408 when the body does not arrive within `timeout_s` or stalls for `idle_timeout_s`
+    between chunks (a slow upload cannot hold a socket and a buffer forever). The body is read here, before the app
+    sees it, because an exception raised from inside the app's `receive` would be turned into a 400 by FastAPI's body
+    parser; the app then gets the buffered body replayed (it would buffer it anyway to parse the JSON)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        timeout_s: float = 30.0,
+        idle_timeout_s: float = 10.0,
+        max_buffered_bytes: int = 256 * 1024 * 1024,
+    ) -> None:
         self.app, self.max_bytes = app, max_bytes
+        self.timeout_s, self.idle_timeout_s = timeout_s, idle_timeout_s
+        # Bodies of all requests together, from their first byte until their answer: caps the service process's
+        # memory however many large uploads arrive at once (503 + Retry-After beyond it). One event loop: no lock.
+        self.max_buffered_bytes = max(max_buffered_bytes, max_bytes)
+        self.buffered = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # When the request began (before its body): a plan's deadline counts from here (see RECEIVED_AT).
+        scope.setdefault("state", {})[RECEIVED_AT] = time.monotonic()
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
                     declared = int(value)
+                    if declared < 0:
+                        raise ValueError(declared)
                 except ValueError:
-                    await _send_problem(scope, send, 400, "Bad request", "Content-Length is not a number")
+                    await _send_problem(
+                        scope, send, 400, "Bad request", "Content-Length is not a non-negative number"
+                    )
                     return
                 if declared > self.max_bytes:
                     await _send_problem(
@@ -71,41 +94,71 @@ class BodyLimitMiddleware:
                         f"body of {declared} bytes exceeds {self.max_bytes}",
                     )
                     return
-        chunks: list[bytes] = []
         received = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away: nothing to answer
-                return
-            chunk = message.get("body", b"")
-            received += len(chunk)
-            if received > self.max_bytes:
-                await _send_problem(
-                    scope, send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes"
-                )
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
+        try:
+            chunks: list[bytes] = []
+            loop = asyncio.get_running_loop()
+            ends = loop.time() + self.timeout_s
+            while True:
+                try:
+                    async with asyncio.timeout_at(min(ends, loop.time() + self.idle_timeout_s)):
+                        message = await receive()
+                except TimeoutError:
+                    await _send_problem(
+                        scope,
+                        send,
+                        408,
+                        "Request timeout",
+                        f"the body did not arrive within {self.timeout_s:g} s (or stalled for "
+                        f"{self.idle_timeout_s:g} s)",
+                        headers=((b"connection", b"close"),),
+                    )
+                    return
+                if message["type"] != "http.request":  # the client went away: nothing to answer
+                    return
+                chunk = message.get("body", b"")
+                received += len(chunk)
+                self.buffered += len(chunk)
+                if self.buffered > self.max_buffered_bytes:
+                    await _send_problem(
+                        scope,
+                        send,
+                        503,
+                        "Too many bodies in flight",
+                        f"the service already holds {self.max_buffered_bytes} bytes of request bodies; retry",
+                        headers=((b"retry-after", b"1"),),
+                    )
+                    return
+                if received > self.max_bytes:
+                    await _send_problem(
+                        scope, send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes"
+                    )
+                    return
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            del chunks
+            replayed = False
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()  # after the body: wait for the disconnect, as the server would tell it
+            async def replay() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()  # after the body: wait for the disconnect, as the server would tell it
 
-        await self.app(scope, replay, send)
+            await self.app(scope, replay, send)
+        finally:
+            self.buffered -= received
 
 
 class BearerAuthMiddleware:
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app, self.token = app, token
+    def __init__(self, app: ASGIApp, token: str | None, open_paths: frozenset[str] = OPEN_PATHS) -> None:
+        self.app, self.token, self.open_paths = app, token, open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.token or scope.get("path", "") in OPEN_PATHS:
+        if scope["type"] != "http" or not self.token or scope.get("path", "") in self.open_paths:
             await self.app(scope, receive, send)
             return
         supplied = ""

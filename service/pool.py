@@ -1,54 +1,258 @@
-"""A bounded pool for solver calls: they run off the event loop, and when every slot and queue place is taken the
-caller gets 503 with Retry-After instead of an unbounded queue."""
+"""The bounded solver pool: every plan runs in a worker process, off the event loop, under a hard deadline.
+
+- Admission: at most `workers + queue` calls at once; beyond that the caller gets 503 with Retry-After at once
+  instead of an unbounded queue.
+- Isolation (defence in depth): a plan request runs whole (parse, solve, validate, serialize) in one of `workers`
+  long-lived worker processes, each under a memory limit (RLIMIT_AS). A worker that overruns its request's deadline
+  or dies is killed with its process group and replaced by a fresh fork (milliseconds), so a runaway request costs
+  one 503 and never a pinned core, a lost slot or a degraded service.
+- `run(fn)` keeps a small thread executor for cheap in-process calls (the splitter): closures cannot cross a
+  process boundary.
+
+Workers are forked from the service process on first use (Linux `fork`: no re-import, a replacement starts in a few
+milliseconds, and the worker sees the same registry as the service). A child that inherited a lock held by another
+thread of the parent could block; the deadline kill is the backstop for that too.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import logging
+import multiprocessing
+import os
+import resource
+import signal
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
 
 from service.errors import ProblemError
 
 T = TypeVar("T")
+log = logging.getLogger("trimtab")
+
+# A task a worker process runs: (payload, announce) -> WorkerAnswer; `announce(deadline)` tells the service the
+# request's absolute deadline (time.monotonic, shared by every process of the machine) once the worker knows it.
+Task = Callable[[Any, Callable[[float], None]], "WorkerAnswer"]
+
+
+@dataclass
+class WorkerAnswer:
+    """What a worker hands back: a finished HTTP answer (body already serialized) and what the metrics need."""
+
+    status: int
+    body: bytes
+    media_type: str
+    headers: dict[str, str] = field(default_factory=dict)
+    algorithm: str | None = None
+    plan_status: str | None = None
+    solve_s: float | None = None
+    # plan quality for the metrics (the body is already serialized): load distance before/after, migrations
+    load_distance_before: float | None = None
+    load_distance_after: float | None = None
+    migrations: int | None = None
+    recycle: bool = False  # the worker ran out of memory: replace it (its heap may be fragmented)
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the service process dies (PR_SET_PDEATHSIG), so no orphan keeps
+    computing (or keeps the inherited listening socket open)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def _virtual_memory_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _worker_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
+    os.setsid()  # own process group: a kill takes the worker's children (e.g. the HiGHS subprocess) with it
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the service, which stops the workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if memory_limit_bytes > 0:
+        # RLIMIT_AS counts address space: the fork starts with the service's, so the limit is that plus the budget.
+        limit = _virtual_memory_bytes() + memory_limit_bytes
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    while True:
+        try:
+            payload = conn.recv()
+        except (EOFError, OSError):
+            return
+        answer = task(payload, lambda deadline: conn.send(("deadline", deadline)))
+        try:
+            conn.send(("answer", answer))
+        except (OSError, ValueError):
+            return
+
+
+class _Worker:
+    def __init__(self, task: Task, memory_limit_bytes: int) -> None:
+        context = multiprocessing.get_context("fork")
+        self.conn, child_end = context.Pipe()
+        self.process = context.Process(
+            target=_worker_main,
+            args=(child_end, task, memory_limit_bytes),
+            name="trimtab-solver",
+            daemon=True,
+        )
+        self.process.start()
+        child_end.close()
+
+    def kill(self) -> None:
+        pid = self.process.pid
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.conn.close()
+        # Reap it without blocking the event loop (it is dead within milliseconds of SIGKILL).
+        threading.Thread(target=self.process.join, daemon=True, name="trimtab-reaper").start()
+
+
+class DeadlineExceeded(Exception):
+    pass
 
 
 class SolverPool:
-    def __init__(self, workers: int, queue: int, retry_after_s: int) -> None:
+    def __init__(
+        self,
+        workers: int,
+        queue: int,
+        retry_after_s: int,
+        task: Task | None = None,
+        memory_limit_bytes: int = 0,
+    ) -> None:
         self._workers = workers
+        self._task = task
+        self._memory_limit_bytes = memory_limit_bytes
         self._executor: ThreadPoolExecutor | None = None  # made on first use, again after a shutdown
         self._admitted = threading.BoundedSemaphore(workers + queue)
         self.capacity = workers + queue
         self.retry_after_s = retry_after_s
         self._in_flight = 0
         self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._all: list[_Worker] = []
+        self._waiting: deque[asyncio.Future[_Worker]] = deque()
+        self.recycled = 0  # workers killed and replaced (overrun, crash, out of memory)
 
     @property
     def in_flight(self) -> int:
         return self._in_flight
 
-    async def run(self, fn: Callable[[], T]) -> T:
+    def _saturated(self) -> ProblemError:
+        return ProblemError(
+            503,
+            "Solver pool saturated",
+            f"all {self.capacity} solver slots are busy; retry after {self.retry_after_s} s",
+            headers={"Retry-After": str(self.retry_after_s)},
+        )
+
+    @contextlib.contextmanager
+    def _admission(self) -> Any:
         if not self._admitted.acquire(blocking=False):
-            raise ProblemError(
-                503,
-                "Solver pool saturated",
-                f"all {self.capacity} solver slots are busy; retry after {self.retry_after_s} s",
-                headers={"Retry-After": str(self.retry_after_s)},
-            )
+            raise self._saturated()
         with self._lock:
             self._in_flight += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._ensure_executor(), fn)
+            yield
         finally:
             with self._lock:
                 self._in_flight -= 1
             self._admitted.release()
 
+    async def run(self, fn: Callable[[], T]) -> T:
+        """fn() on a thread of the service process (cheap calls only: nothing can stop a thread)."""
+        with self._admission():
+            return await asyncio.get_running_loop().run_in_executor(self._ensure_executor(), fn)
+
+    async def run_isolated(self, payload: Any, deadline: float) -> WorkerAnswer:
+        """The pool's task on `payload` in a worker process. `deadline` (time.monotonic) bounds the wait for a worker
+        and the work until the worker announces the request's own deadline; past the deadline in force the worker is
+        killed and replaced and DeadlineExceeded raised."""
+        if self._task is None:
+            raise RuntimeError("this pool has no worker task")
+        with self._admission():
+            worker = await self._acquire_worker(deadline)
+            try:
+                answer = await self._exchange(worker, payload, deadline)
+            except BaseException:
+                self._replace(worker)
+                raise
+            if answer.recycle:
+                self._replace(worker)
+            else:
+                self._release(worker)
+            return answer
+
+    async def _acquire_worker(self, deadline: float) -> _Worker:
+        with self._lock:
+            while len(self._all) < self._workers:
+                self._all.append(_Worker(self._task, self._memory_limit_bytes))  # type: ignore[arg-type]
+                self._idle.append(self._all[-1])
+            if self._idle:
+                return self._idle.pop()
+            waiter: asyncio.Future[_Worker] = asyncio.get_running_loop().create_future()
+            self._waiting.append(waiter)
+        try:
+            return await asyncio.wait_for(waiter, max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            with self._lock:
+                if waiter in self._waiting:
+                    self._waiting.remove(waiter)
+            if (
+                waiter.done() and not waiter.cancelled()
+            ):  # handed a worker just as the wait ended: give it back
+                self._release(waiter.result())
+            raise DeadlineExceeded("no solver worker became free before the deadline") from None
+
+    def _release(self, worker: _Worker) -> None:
+        with self._lock:
+            if worker not in self._all:
+                return  # replaced meanwhile (shutdown)
+            while self._waiting:
+                waiter = self._waiting.popleft()
+                if not waiter.done():
+                    waiter.get_loop().call_soon_threadsafe(_hand_over, waiter, worker, self)
+                    return
+            self._idle.append(worker)
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            if worker not in self._all:
+                return
+            self._all.remove(worker)
+            self.recycled += 1
+            fresh = _Worker(self._task, self._memory_limit_bytes)  # type: ignore[arg-type]
+            self._all.append(fresh)
+        self._release(fresh)
+
+    async def _exchange(self, worker: _Worker, payload: Any, deadline: float) -> WorkerAnswer:
+        worker.conn.send(payload)
+        while True:
+            message = await _receive(worker.conn, deadline - time.monotonic())
+            kind, value = message
+            if kind == "deadline":
+                deadline = float(value)
+            else:
+                answer: WorkerAnswer = value
+                return answer
+
     def _ensure_executor(self) -> ThreadPoolExecutor:
-        # Threads suffice: CP-SAT, HiGHS and numpy release the GIL in their heavy parts. The executor lives from the
-        # first call to the app's shutdown; an app whose lifespan runs again (test clients, some ASGI hosts) gets a
-        # new one instead of "cannot schedule new futures after shutdown".
+        # The executor lives from the first call to the app's shutdown; an app whose lifespan runs again (test
+        # clients, some ASGI hosts) gets a new one instead of "cannot schedule new futures after shutdown".
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="solver")
@@ -57,5 +261,45 @@ class SolverPool:
     def shutdown(self) -> None:
         with self._lock:
             executor, self._executor = self._executor, None
+            workers, self._all, self._idle = self._all, [], []
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.kill()
+
+
+def _hand_over(waiter: asyncio.Future[_Worker], worker: _Worker, pool: SolverPool) -> None:
+    if waiter.done():  # the waiter gave up meanwhile: the next one (or the idle list) gets the worker
+        pool._release(worker)
+    else:
+        waiter.set_result(worker)
+
+
+async def _receive(conn: Connection, timeout: float) -> Any:
+    """The next message from a worker, waiting on the pipe from the event loop (no thread per call)."""
+    if timeout <= 0:
+        raise DeadlineExceeded("the request's deadline passed")
+    if not conn.poll():
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        fd = conn.fileno()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(fd, wake)
+        try:
+            await asyncio.wait_for(ready, timeout)
+        except TimeoutError:
+            raise DeadlineExceeded("the request's deadline passed") from None
+        finally:
+            loop.remove_reader(fd)
+    try:
+        return conn.recv()
+    except (EOFError, OSError) as exc:
+        raise WorkerDied(str(exc) or "the solver worker exited") from exc
+
+
+class WorkerDied(Exception):
+    pass

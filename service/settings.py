@@ -13,12 +13,15 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     auth_token: str | None = Field(
-        default=None, description="When set, every /v1 call needs 'Bearer <token>'."
+        default=None,
+        description="When set, every endpoint but /healthz needs 'Bearer <token>' (see open_readyz, open_metrics).",
     )
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     pool_size: int = Field(default=2, ge=1, description="Solver calls running at once.")
     queue_size: int = Field(
-        default=4, ge=0, description="Solver calls waiting; beyond that the answer is 503."
+        default=30,
+        ge=0,
+        description="Solver calls waiting (each bounded by its deadline); beyond that the answer is 503.",
     )
     default_time_limit_s: float = Field(default=2.0, gt=0)
     max_time_limit_s: float = Field(default=60.0, gt=0)
@@ -34,6 +37,33 @@ class Settings(BaseSettings):
     validate_plans: bool = Field(
         default=True, description="Run the independent plan validator on every plan."
     )
+    max_node_values: int = Field(
+        default=4_000_000,
+        ge=1,
+        description="Cap on nodes x windows (one load series per node in the statistics and the validator).",
+    )
+    deadline_slack_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="A plan request answers within time_limit_s plus this (parse, solve, validate, serialize); "
+        "a worker still busy then is killed and replaced, and the caller gets 503.",
+    )
+    worker_memory_mb: int = Field(
+        default=4096, ge=0, description="Address space a solver worker may add (RLIMIT_AS); 0: unlimited."
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, description="A request body must arrive within this (slow uploads get 408)."
+    )
+    body_idle_timeout_s: float = Field(
+        default=10.0, gt=0, description="At most this long between two chunks of a request body (else 408)."
+    )
+    max_buffered_body_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="Request bodies held at once, all requests together (at least max_body_bytes); beyond: 503.",
+    )
+    open_readyz: bool = Field(default=False, description="With a token set: /readyz answers without it.")
+    open_metrics: bool = Field(default=False, description="With a token set: /metrics answers without it.")
 
 
 @lru_cache

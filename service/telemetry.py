@@ -93,6 +93,19 @@ class Metrics:
         self.pool_in_flight.set_function(in_flight)
         self.pool_capacity.set(capacity)
 
+    def record_answer(self, answer: Any) -> None:
+        """Count a plan a solver worker answered (its body is already serialized: the quality comes beside it)."""
+        if answer.algorithm is None or answer.plan_status is None:
+            return
+        if answer.solve_s is not None:
+            self.solve_seconds.labels("assignment", answer.algorithm).observe(answer.solve_s)
+        self.plans.labels("assignment", answer.algorithm, answer.plan_status).inc()
+        if answer.load_distance_before is not None and answer.load_distance_after is not None:
+            self.plan_load_distance.labels(answer.algorithm, "before").observe(answer.load_distance_before)
+            self.plan_load_distance.labels(answer.algorithm, "after").observe(answer.load_distance_after)
+        if answer.migrations is not None:
+            self.plan_migrations.labels(answer.algorithm).observe(answer.migrations)
+
     def record_plan(self, endpoint: str, algorithm: str, plan: Any) -> None:
         """Count an answered plan; for assignment plans (they carry before/after statistics) also its quality."""
         self.plans.labels(endpoint, algorithm, getattr(plan, "status", "optimal")).inc()

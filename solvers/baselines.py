@@ -8,6 +8,8 @@ resource of a receiving node at most at max(its capacity, its usage before the p
 from __future__ import annotations
 
 import heapq
+import time
+from collections import deque
 
 import numpy as np
 
@@ -152,12 +154,22 @@ def _first_fitting(
 ) -> int:
     """The first node of `preferred` where a unit without a node fits (utilization cap, resource room), else the
     least utilized staying node where it fits; UnsolvableRequest when there is none."""
-    active = np.flatnonzero(instance.active)
-    util_after = 100.0 * (node_load + instance.load[unit]) / instance.capacity
-    fallback = active[np.argsort(util_after[active], kind="stable")].tolist()
-    for node in [*preferred, *fallback]:
-        if instance.active[node] and util_after[node] <= cap * (1 + 1e-12) and tracker.fits(unit, node):
+    cap_with_slack = cap * (1 + 1e-12)
+    load = instance.load[unit]
+    for node in preferred:  # the cheap path: no scan of every node
+        if (
+            instance.active[node]
+            and 100.0 * (node_load[node] + load) / instance.capacity[node] <= cap_with_slack
+            and tracker.fits(unit, node)
+        ):
             return int(node)
+    active = np.flatnonzero(instance.active)
+    util_after = 100.0 * (node_load[active] + load) / instance.capacity[active]
+    for j in np.argsort(util_after, kind="stable").tolist():
+        if util_after[j] > cap_with_slack:
+            break  # sorted: no later node fits either
+        if tracker.fits(unit, int(active[j])):
+            return int(active[j])
     raise no_room(instance, unit)
 
 
@@ -203,31 +215,74 @@ def _drain(
             budget.spend(unit, assignment, dest)
 
 
-def flux(instance: AssignmentInstance) -> Plan:
+class Deadline:
+    """A wall-clock limit for a solver's loops (None: no limit). Checked between moves, so a solver stops with the
+    best plan it has (every intermediate plan of these baselines is valid)."""
+
+    def __init__(self, time_limit_s: float | None) -> None:
+        self._end = None if time_limit_s is None else time.monotonic() + max(0.0, time_limit_s)
+
+    @property
+    def passed(self) -> bool:
+        return self._end is not None and time.monotonic() >= self._end
+
+
+def _units_by_node(assignment: IntArray, movable: np.ndarray, n_nodes: int) -> list[IntArray]:
+    """The movable units of each node, in unit order: one O(U log U) pass instead of a scan of every unit per node."""
+    units = np.flatnonzero(movable & (assignment >= 0))
+    order = units[np.argsort(assignment[units], kind="stable")]
+    bounds = np.searchsorted(assignment[order], np.arange(n_nodes + 1))
+    return [order[bounds[n] : bounds[n + 1]] for n in range(n_nodes)]
+
+
+def _move_cap(instance: AssignmentInstance) -> int:
+    """A hard cap on the moves of the iterative baselines, on top of their strict progress: a unit may move a few
+    times (a pair that improves may later hand it on), never unboundedly often."""
+    return 4 * instance.n_units + instance.n_nodes
+
+
+def _progress_tolerance(utilization: np.ndarray) -> float:
+    """A move must improve by more than this (utilization points): far above float rounding of the utilizations, so
+    a move and its reverse can never both look like improvements (the 0.45 tie of issue 9 moved a unit back and
+    forth forever), far below any load a caller can mean."""
+    scale = float(np.max(np.abs(utilization))) if len(utilization) else 1.0
+    return 1e-9 * max(1.0, scale)
+
+
+def flux(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:
     """Flux as Madsen et al. describe it: sort nodes by load, pair the i-th most loaded with the i-th least loaded,
     move the best-fitting unit of the heavier node to the lighter one, repeat in rounds until the budget is spent or
-    no pair improves. Draining nodes are emptied first (Flux has no scale-in; this keeps the baseline valid)."""
+    no pair improves. Draining nodes are emptied first (Flux has no scale-in; this keeps the baseline valid).
+
+    Termination by construction: a move is taken only when it shrinks the pair's utilization gap by more than a
+    tolerance (equivalently, sum of load^2 / capacity drops by at least load x tolerance), there are at most
+    `_move_cap` moves, and `time_limit_s` stops the rounds with the plan so far."""
+    deadline = Deadline(time_limit_s)
     assignment, node_load, budget = _start(instance)
     cap = instance.utilization_cap()
     _drain(instance, assignment, node_load, budget, cap)
     active = np.flatnonzero(instance.active)
     capacity = instance.capacity
-    while not budget.exhausted:
+    moves_left = _move_cap(instance)
+    while not budget.exhausted and moves_left > 0 and not deadline.passed:
         util = 100.0 * node_load[active] / capacity[active]
+        tolerance = _progress_tolerance(util)
         order = active[np.argsort(-util, kind="stable")]
+        # Pairs are disjoint, so a node's units at the start of the round are its units when its pair comes.
+        on_node = _units_by_node(assignment, instance.movable, instance.n_nodes)
         moved = False
         for i in range(len(order) // 2):
             hi, lo = int(order[i]), int(order[len(order) - 1 - i])
             gap = 100.0 * (node_load[hi] / capacity[hi] - node_load[lo] / capacity[lo])
-            if gap <= 1e-12:
+            if gap <= tolerance:
                 break
-            units = np.flatnonzero((assignment == hi) & instance.movable)
+            units = on_node[hi]
             if not len(units):
                 continue
             shift = 100.0 * instance.load[units] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
             dest_util = 100.0 * (node_load[lo] + instance.load[units]) / capacity[lo]
-            # A move helps the pair iff the new difference |gap - shift| is smaller than gap.
-            useful = (shift > 1e-12) & (shift < 2.0 * gap) & (dest_util <= cap)
+            # A move helps the pair iff the new difference |gap - shift| is smaller than gap, by the tolerance.
+            useful = (shift > tolerance) & (shift < 2.0 * gap - tolerance) & (dest_util <= cap)
             if not useful.any():
                 continue
             candidates = units[useful]
@@ -239,24 +294,35 @@ def flux(instance: AssignmentInstance) -> Plan:
                     node_load[lo] += instance.load[unit]
                     budget.spend(unit, assignment, lo)
                     moved = True
+                    moves_left -= 1
                     break
-            if budget.exhausted:
+            if budget.exhausted or moves_left <= 0 or deadline.passed:
                 break
         if not moved:
             break
     return _finish(instance, assignment, budget)
 
 
-def largest_load_first(instance: AssignmentInstance) -> Plan:
-    """The most utilized node hands its largest unit that lowers the peak to the least utilized node; repeat."""
+def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:
+    """The most utilized node hands its largest unit that lowers the peak to the least utilized node; repeat.
+
+    Termination by construction: the receiver must end below the giver's utilization by a tolerance, there are at
+    most `_move_cap` moves, and `time_limit_s` stops it with the plan so far."""
+    deadline = Deadline(time_limit_s)
     assignment, node_load, budget = _start(instance)
     cap = instance.utilization_cap()
     _drain(instance, assignment, node_load, budget, cap)
     active = np.flatnonzero(instance.active)
     capacity = instance.capacity[active]
+    # Movable units per node, kept up to date move by move (a set per node: O(1) updates, no scan of every unit).
+    on_node = [
+        set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
+    ]
     tried: set[int] = set()
-    while not budget.exhausted:
+    moves_left = _move_cap(instance)
+    while not budget.exhausted and moves_left > 0 and not deadline.passed:
         util = 100.0 * node_load[active] / capacity
+        tolerance = _progress_tolerance(util)
         order = np.argsort(-util, kind="stable")
         hi = next((int(active[j]) for j in order if int(active[j]) not in tried), None)
         if hi is None:
@@ -264,12 +330,12 @@ def largest_load_first(instance: AssignmentInstance) -> Plan:
         lo_pos = int(np.argmin(util))
         lo = int(active[lo_pos])
         peak = 100.0 * node_load[hi] / instance.capacity[hi]
-        units = np.flatnonzero((assignment == hi) & instance.movable)
+        units = np.sort(np.fromiter(on_node[hi], dtype=np.int64, count=len(on_node[hi])))
         if hi == lo or not len(units):
             tried.add(hi)
             continue
         dest_util = 100.0 * (node_load[lo] + instance.load[units]) / instance.capacity[lo]
-        ok = (dest_util < peak - 1e-12) & (dest_util <= cap) & (instance.load[units] > 0)
+        ok = (dest_util < peak - tolerance) & (dest_util <= cap) & (instance.load[units] > 0)
         chosen = None
         for unit in units[ok][np.argsort(-instance.load[units[ok]], kind="stable")]:
             if budget.allows(int(unit), lo):
@@ -281,13 +347,18 @@ def largest_load_first(instance: AssignmentInstance) -> Plan:
         node_load[hi] -= instance.load[chosen]
         node_load[lo] += instance.load[chosen]
         budget.spend(chosen, assignment, lo)
+        on_node[hi].discard(chosen)
+        on_node[lo].add(chosen)
+        moves_left -= 1
         tried.clear()
     return _finish(instance, assignment, budget)
 
 
-def round_robin(instance: AssignmentInstance) -> Plan:
+def round_robin(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:
     """Spread units evenly by count over the staying nodes, ignoring load: unplaced units go round-robin, then units
-    on nodes over their share (draining nodes have share 0) move to nodes under it, within the budget."""
+    on nodes over their share (draining nodes have share 0) move to nodes under it, within the budget. Linear in the
+    units; `time_limit_s` stops the moves (not the placement of unplaced units) with the plan so far."""
+    deadline = Deadline(time_limit_s)
     assignment = instance.current.copy()
     budget = BudgetTracker(instance)
     active = np.flatnonzero(instance.active)
@@ -297,16 +368,15 @@ def round_robin(instance: AssignmentInstance) -> Plan:
     share[active] = base
     share[active[:extra]] += 1
     count = np.bincount(assignment[assignment >= 0], minlength=instance.n_nodes)
-    # Pinned units count against their node's share; they never move.
-    under = [int(n) for n in active if count[n] < share[n]]
-    cursor = 0
+    # Pinned units count against their node's share; they never move. A node leaves the rotation for good once it
+    # reaches its share (counts of nodes under their share only grow), so each call is amortized O(1).
+    under = deque(int(n) for n in active if count[n] < share[n])
 
     def next_under() -> int | None:
-        nonlocal cursor
-        for _ in range(len(under)):
-            node = under[cursor % len(under)]
-            cursor += 1
+        while under:
+            node = under.popleft()
             if count[node] < share[node]:
+                under.append(node)
                 return node
         return None
 
@@ -322,8 +392,11 @@ def round_robin(instance: AssignmentInstance) -> Plan:
         budget.spend(int(unit), assignment, node)
         node_load[node] += instance.load[unit]
         count[node] += 1
+    on_node = _units_by_node(assignment, instance.movable, instance.n_nodes)
     for node in np.argsort(-(count - share), kind="stable"):
-        for unit in np.flatnonzero((assignment == node) & instance.movable)[::-1]:
+        if count[node] <= share[node] or deadline.passed:
+            break  # sorted by surplus: no later node is over its share
+        for unit in on_node[node][::-1]:
             if count[node] <= share[node] or budget.exhausted:
                 break
             dest = next_under()
@@ -341,10 +414,11 @@ def round_robin(instance: AssignmentInstance) -> Plan:
     return _finish(instance, assignment, budget)
 
 
-def random_moves(instance: AssignmentInstance, seed: int = 0) -> Plan:
+def random_moves(instance: AssignmentInstance, seed: int = 0, time_limit_s: float | None = None) -> Plan:
     """Random baseline: unplaced units to random staying nodes; then random movable units to random staying nodes
     (where they fit under the utilization cap) until the budget is spent; with no budget, every movable unit is
-    redrawn once."""
+    redrawn once. Linear in the units; `time_limit_s` stops the redraws with the plan so far."""
+    deadline = Deadline(time_limit_s)
     rng = np.random.default_rng(seed)
     assignment = instance.current.copy()
     budget = BudgetTracker(instance)
@@ -353,23 +427,26 @@ def random_moves(instance: AssignmentInstance, seed: int = 0) -> Plan:
     node_load = np.bincount(assignment[placed], weights=instance.load[placed], minlength=instance.n_nodes)
     cap = instance.utilization_cap()
     for unit in np.flatnonzero(assignment == UNPLACED):
-        node = _first_fitting(instance, budget, node_load, cap, int(unit), rng.permutation(active).tolist())
+        # A few random draws first (O(1)); when none fits, the least utilized node that fits.
+        draws = rng.choice(active, size=min(8, len(active))).tolist()
+        node = _first_fitting(instance, budget, node_load, cap, int(unit), draws)
         budget.spend(int(unit), assignment, node)
         node_load[node] += instance.load[unit]
     movable = np.flatnonzero(instance.movable & (instance.current >= 0))
     # Units on draining nodes go first, so random still drains; the rest are drawn in random order.
     on_draining = movable[instance.draining[instance.current[movable]]]
     others = rng.permutation(movable[~instance.draining[instance.current[movable]]])
-    for unit in np.concatenate([rng.permutation(on_draining), others]):
-        if budget.exhausted:
+    order = np.concatenate([rng.permutation(on_draining), others])
+    destinations = rng.choice(active, size=len(order)) if len(order) else np.zeros(0, dtype=np.int64)
+    for unit, dest in zip(order.tolist(), destinations.tolist(), strict=True):
+        if budget.exhausted or deadline.passed:
             break
-        dest = int(rng.choice(active))
         src = int(assignment[unit])
-        if not budget.allows(int(unit), dest):
+        if not budget.allows(unit, dest):
             continue
         if dest == src or 100.0 * (node_load[dest] + instance.load[unit]) / instance.capacity[dest] > cap:
             continue
         node_load[src] -= instance.load[unit]
         node_load[dest] += instance.load[unit]
-        budget.spend(int(unit), assignment, dest)
+        budget.spend(unit, assignment, dest)
     return _finish(instance, assignment, budget)

@@ -157,9 +157,19 @@ def test_auth_on_accepts_the_token(authed: TestClient) -> None:
     assert check_plan(body, response.json()) == []
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics", "/openapi.json"])
-def test_auth_on_leaves_operations_endpoints_open(authed: TestClient, path: str) -> None:
-    assert authed.get(path).status_code == 200
+def test_auth_on_leaves_only_liveness_open(authed: TestClient) -> None:
+    """Issue 9: with a token set, /metrics, /readyz, /openapi.json, /docs and /redoc answered without it."""
+    assert authed.get("/healthz").status_code == 200
+    for path in ("/readyz", "/metrics", "/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert_problem(authed.get(path), 401)
+        assert authed.get(path, headers={"authorization": "Bearer s3cret-token"}).status_code == 200
+
+
+def test_auth_on_can_open_readiness_and_metrics() -> None:
+    settings = Settings(auth_token="s3cret-token", open_readyz=True, open_metrics=True)
+    with TestClient(create_app(settings)) as c:
+        assert c.get("/readyz").status_code == 200 and c.get("/metrics").status_code == 200
+        assert_problem(c.get("/openapi.json"), 401)
 
 
 def test_auth_off_by_default(client: TestClient) -> None:

@@ -233,8 +233,15 @@ def test_non_finite_numbers_are_422(
     assert_problem(response, 422, loc)
 
 
-@pytest.mark.parametrize("raw", [b"{not json", b"", b"[]", b"null", b'"nodes"', b'{"nodes": [}'])
-def test_malformed_json_is_422(client: TestClient, raw: bytes) -> None:
+@pytest.mark.parametrize("raw", [b"{not json", b"", b'{"nodes": [}'])
+def test_unparseable_json_is_400_as_the_openapi_document_says(client: TestClient, raw: bytes) -> None:
+    """Issue 9: broken JSON answered 422 where the OpenAPI document says 400."""
+    response = client.post(PLAN, content=raw, headers={"content-type": "application/json"})
+    assert_problem(response, 400, ("body",))
+
+
+@pytest.mark.parametrize("raw", [b"[]", b"null", b'"nodes"'])
+def test_json_of_the_wrong_shape_is_422(client: TestClient, raw: bytes) -> None:
     response = client.post(PLAN, content=raw, headers={"content-type": "application/json"})
     assert_problem(response, 422, ("body",))
 
@@ -363,17 +370,17 @@ def test_content_length_not_a_number_is_400(small_body_client: TestClient) -> No
 # ---------------------------------------------------------------------------------------------- solver refusals
 
 
-def test_a_solver_refusal_becomes_422_naming_the_field(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Solvers raise UnsolvableRequest(loc, msg) for snapshots they cannot plan; the router answers 422 with it."""
+def test_a_solver_refusal_becomes_422_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Solvers raise UnsolvableRequest(loc, msg) for snapshots they cannot plan; the router answers 422 with it.
+    (A fresh app: its solver workers fork after the patch and so see it.)"""
 
     def refuse(*_: Any) -> Any:
         raise UnsolvableRequest(("body", "units", 2, "load"), "this algorithm needs load series")
 
     monkeypatch.setitem(REGISTRY, "flux", replace(REGISTRY["flux"], solve=refuse))
     body = make_snapshot(algorithm={"name": "flux"})
-    problem = assert_problem(client.post(PLAN, json=body), 422, ("body", "units", 2, "load"))
+    with TestClient(create_app(Settings())) as client:
+        problem = assert_problem(client.post(PLAN, json=body), 422, ("body", "units", 2, "load"))
     assert "needs load series" in problem["detail"]
 
 

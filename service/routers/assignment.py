@@ -5,27 +5,30 @@ from __future__ import annotations
 import logging
 import time
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
-from schemas.assignment import AssignmentRequest, PlanResponse, reference_errors
+from schemas.assignment import PlanResponse
 from schemas.catalog import AlgorithmCatalog, AlgorithmInfo
-from service.adapters import to_instance, to_response
 from service.algorithms import REGISTRY
-from service.errors import PROBLEM_RESPONSES, ProblemError, invalid_snapshot
+from service.errors import PROBLEM_RESPONSES, ProblemError
+from service.middleware import RECEIVED_AT
+from service.planning import PlanJob
+from service.pool import DeadlineExceeded, SolverPool, WorkerDied
 from service.settings import Settings
-from solvers.errors import UnsolvableRequest
-from solvers.plan_check import check_plan
+from service.telemetry import count_rejection
 
 router = APIRouter(tags=["assignment"])
 log = logging.getLogger("trimtab")
 
 
-def resolve_time_limit(requested: float | None, settings: Settings) -> float:
-    if requested is None:
-        return settings.default_time_limit_s
-    if requested > settings.max_time_limit_s:
-        raise invalid_snapshot([(("body", "time_limit_s"), f"must be at most {settings.max_time_limit_s} s")])
-    return requested
+# The body is parsed in a worker process (service.planning), not by FastAPI on the event loop; the OpenAPI document
+# still names its schema (service.main adds AssignmentRequest to the components).
+REQUEST_BODY = {
+    "requestBody": {
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AssignmentRequest"}}},
+        "required": True,
+    }
+}
 
 
 @router.post(
@@ -33,42 +36,39 @@ def resolve_time_limit(requested: float | None, settings: Settings) -> float:
     response_model=PlanResponse,
     responses=PROBLEM_RESPONSES,
     summary="Plan a (re)assignment of units to nodes",
+    openapi_extra=REQUEST_BODY,
 )
-async def plan_assignment(body: AssignmentRequest, request: Request) -> PlanResponse:
+async def plan_assignment(request: Request) -> Response:
+    # The whole request counts against its deadline, the body upload included.
+    started = request.scope.get("state", {}).get(RECEIVED_AT, time.monotonic())
     settings: Settings = request.app.state.settings
-    errors = reference_errors(body)
-    if len(body.units) > settings.max_units:
-        errors.append((("body", "units"), f"at most {settings.max_units} units per request"))
-    if len(body.nodes) > settings.max_nodes:
-        errors.append((("body", "nodes"), f"at most {settings.max_nodes} nodes per request"))
-    if errors:
-        raise invalid_snapshot(errors)
-    time_limit = resolve_time_limit(body.time_limit_s, settings)
-    spec = REGISTRY[body.algorithm.name]
+    body = await request.body()
+    pool: SolverPool = request.app.state.pool
+    # Until the worker has parsed the body it does not know time_limit_s: the longest allowed limit bounds that part.
+    provisional = started + settings.max_time_limit_s + settings.deadline_slack_s
+    try:
+        answer = await pool.run_isolated(PlanJob(body, started), provisional)
+    except DeadlineExceeded as exc:
+        raise ProblemError(
+            503,
+            "Deadline exceeded",
+            f"{exc}: the request was stopped at time_limit_s + {settings.deadline_slack_s:g} s; send a longer "
+            "time_limit_s or a smaller snapshot, or retry when the service is less busy",
+            headers={"Retry-After": str(pool.retry_after_s)},
+        ) from exc
+    except WorkerDied as exc:
+        log.error("solver worker died on %s: %s", request.url.path, exc)
+        raise ProblemError(
+            503,
+            "Solver worker died",
+            "the worker planning this request exited (it was replaced); retry",
+            headers={"Retry-After": str(pool.retry_after_s)},
+        ) from exc
     metrics = request.app.state.metrics
-
-    def work() -> PlanResponse:
-        instance = to_instance(body)
-        started = time.perf_counter()
-        try:
-            plan = spec.solve(instance, body.algorithm, time_limit)
-        except UnsolvableRequest as exc:
-            raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
-        solve_s = time.perf_counter() - started
-        metrics.solve_seconds.labels("assignment", spec.name).observe(solve_s)
-        response = to_response(instance, plan, spec.name, round(solve_s * 1000.0, 3))
-        if settings.validate_plans:
-            problems = check_plan(
-                body.model_dump(mode="json"), response.model_dump(mode="json", by_alias=True)
-            )
-            if problems:
-                log.error("plan of %s failed validation: %s", spec.name, problems[:5])
-                raise ProblemError(500, "Plan failed validation", "; ".join(problems[:5]))
-        return response
-
-    response = await request.app.state.pool.run(work)
-    metrics.record_plan("assignment", spec.name, response)
-    return response
+    metrics.record_answer(answer)
+    if answer.status >= 400:
+        count_rejection(request.scope, answer.status)
+    return Response(answer.body, answer.status, answer.headers, media_type=answer.media_type)
 
 
 @router.get("/v1/algorithms", response_model=AlgorithmCatalog, summary="What each algorithm does and needs")

@@ -1,0 +1,154 @@
+"""Hard deadlines and memory per request at the maximum allowed sizes (issue 9), against a real server.
+
+    python -m bench.reliability.deadlines [--only flux,milp] [--shapes units,windows]
+
+For every algorithm and shape: the wall time of the whole request (client side: send, parse, solve, validate,
+serialize, receive) against time_limit_s + 1 s, the answer, and the peak resident memory of the service (its
+process plus its solver workers, proportional set size summed, sampled every 20 ms during the request) against 30 x body + 300 MiB.
+
+Shapes (the caps of schemas/assignment.py and service/settings.py):
+- units:   10,000 nodes x 250,000 units, one load each (the unit and node caps);
+- windows: 400 nodes x 1,220 units x 4,096 windows (5M load values: the series cap at the longest series);
+- nodes:   10,000 nodes x 12,500 units x 400 windows (4M node values: the nodes x windows cap);
+- units/10, windows/10: a tenth of the units and of the load values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from bench.reliability.servers import serve
+
+PLAN = "/v1/assignment/plan"
+SERIES_ONLY = {"correlation-global", "correlation-pairwise", "clb"}
+ALGORITHMS = [
+    "milp",
+    "flux",
+    "largest-load-first",
+    "round-robin",
+    "random",
+    "correlation-global",
+    "correlation-pairwise",
+    "elb",
+    "clb",
+    "universal-hash",
+]
+SHAPES = {
+    "units": (10_000, 250_000, 1),
+    "windows": (400, 1_220, 4_096),
+    "nodes": (10_000, 12_500, 400),
+    # A tenth of the caps: what fits the default time_limit_s of 2 s on a loaded 2-core machine.
+    "units/10": (1_000, 25_000, 1),
+    "windows/10": (40, 1_220, 410),
+}
+
+
+def body_for(shape: str, algorithm: str, time_limit_s: float, seed: int = 0) -> bytes:
+    n_nodes, n_units, windows = SHAPES[shape]
+    rng = np.random.default_rng(seed)
+    where = rng.integers(0, max(1, n_nodes // 2), n_units)  # half the nodes hold everything: work to do
+    if windows == 1:
+        loads = np.round(rng.uniform(0.01, 4.0, n_units), 3).tolist()
+    else:
+        base = rng.uniform(0.01, 4.0, (n_units, 1))
+        loads = np.round(base * rng.uniform(0.5, 1.5, (n_units, windows)), 3).tolist()
+    units = [
+        {"id": f"u{k}", "node": f"n{where[k]}", "load": loads[k], "state_size": 1.0} for k in range(n_units)
+    ]
+    body = {
+        "nodes": [{"id": f"n{i}"} for i in range(n_nodes)],
+        "units": units,
+        "algorithm": {"name": algorithm},
+        "time_limit_s": time_limit_s,
+    }
+    return json.dumps(body).encode()
+
+
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size: pages shared between the service and its forked workers count once in the sum."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _family(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    try:
+        kids = [int(p) for p in children.read_text().split()]
+    except OSError:
+        kids = []
+    return [pid, *kids]
+
+
+def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int]:
+    """(wall s, status, short answer, peak RSS bytes of the server and its workers during the request)."""
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, sum(_pss_bytes(p) for p in _family(pid)))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.monotonic()
+    response = httpx.post(url + PLAN, content=body, headers={"content-type": "application/json"}, timeout=600)
+    wall = time.monotonic() - started
+    done.set()
+    sampler.join()
+    if response.status_code == 200:
+        plan = response.json()
+        short = f"{plan['status']}, {plan['migrations']} moves, solve {plan['solve_ms'] / 1000:.2f} s"
+    else:
+        short = response.json().get("detail", "")[:90]
+    return wall, response.status_code, short, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", help="comma-separated algorithms")
+    parser.add_argument("--shapes", default="units,windows,nodes")
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    args = parser.parse_args()
+    algorithms = args.only.split(",") if args.only else ALGORITHMS
+    print(f"load average {os.getloadavg()[0]:.1f} (2 cores); time_limit_s {args.time_limit:g}")
+    print(
+        "| algorithm | shape | body MiB | wall s | limit + 1 s | within | status | answer | peak memory MiB | cap MiB |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    with serve("trimtab") as (url, process):
+        for shape in args.shapes.split(","):
+            for algorithm in algorithms:
+                if SHAPES[shape][2] == 1 and algorithm in SERIES_ONLY:
+                    continue  # needs series: covered by the other shapes
+                body = body_for(shape, algorithm, args.time_limit)
+                wall, status, short, peak = measure(url, process.pid, body)
+                mib = len(body) / 2**20
+                cap = 30 * mib + 300
+                within = "yes" if wall <= args.time_limit + 1.0 else "NO"
+                print(
+                    f"| {algorithm} | {shape} | {mib:.0f} | {wall:.2f} | {args.time_limit + 1:g} | {within} | "
+                    f"{status} | {short} | {peak / 2**20:.0f} | {cap:.0f} |",
+                    flush=True,
+                )
+    print(f"load average after {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Throughput as a ratio (issue 9): a bare FastAPI endpoint that parses the same small snapshots (10 nodes x 100
+units) and answers a same-shaped assignment, then trimtab (flux; milp at time_limit_s 0.2) on the same bodies with
+the same load generator (2 workers, concurrency 16), in one run.
+
+    python -m bench.reliability.throughput [--duration 10] [--rounds 2]
+
+Targets: flux >= 0.85 of bare with p99 <= 1.5x bare's and no 503; milp >= 0.3 of bare. Rounds alternate the servers
+so that drift in the machine's load hits all alike; the load average is printed beside the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+
+from bench.reliability.load import LoadResult, run_load
+from bench.reliability.servers import serve
+
+PLAN = "/v1/assignment/plan"
+
+
+def snapshot(seed: int, algorithm: dict[str, object], time_limit_s: float | None) -> bytes:
+    rng = random.Random(seed)
+    nodes = [{"id": f"n{i}", "capacity": 100.0} for i in range(10)]
+    units = [
+        {
+            "id": f"u{k}",
+            "node": f"n{rng.randrange(10) if rng.random() < 0.7 else rng.randrange(3)}",
+            "load": round(rng.uniform(0.1, 2.0), 3),
+            "state_size": float(rng.randint(1, 100)),
+        }
+        for k in range(100)
+    ]
+    body: dict[str, object] = {
+        "nodes": nodes,
+        "units": units,
+        "algorithm": algorithm,
+        "budget": {"max_migrations": 10},
+    }
+    if time_limit_s is not None:
+        body["time_limit_s"] = time_limit_s
+    return json.dumps(body).encode()
+
+
+def row(name: str, result: LoadResult, bare: LoadResult | None) -> str:
+    ratio = f"{result.rate / bare.rate:.2f}" if bare else "1.00"
+    p99_ratio = f"{result.percentile(0.99) / bare.percentile(0.99):.2f}" if bare else "1.00"
+    statuses = ", ".join(f"{k}: {v}" for k, v in sorted(result.statuses.items()))
+    return (
+        f"| {name} | {result.rate:.0f} | {ratio} | {1000 * result.percentile(0.5):.0f} | "
+        f"{1000 * result.percentile(0.99):.0f} | {p99_ratio} | {statuses} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--bodies", type=int, default=64)
+    args = parser.parse_args()
+    cases = {
+        "bare FastAPI": ("bare", [snapshot(s, {"name": "flux"}, None) for s in range(args.bodies)]),
+        "trimtab flux": ("trimtab", [snapshot(s, {"name": "flux"}, None) for s in range(args.bodies)]),
+        "trimtab milp (time_limit_s 0.2)": (
+            "trimtab",
+            [snapshot(s, {"name": "milp"}, 0.2) for s in range(args.bodies)],
+        ),
+    }
+    results: dict[str, list[LoadResult]] = {name: [] for name in cases}
+    load_before = os.getloadavg()
+    for _ in range(args.rounds):
+        for name, (kind, bodies) in cases.items():
+            with serve(kind) as (url, _process):
+                run_load(url + PLAN, bodies[:8], duration_s=1.0)  # warm-up: imports, worker forks, caches
+                results[name].append(run_load(url + PLAN, bodies, duration_s=args.duration))
+    load_after = os.getloadavg()
+
+    def merged(parts: list[LoadResult]) -> LoadResult:
+        out = LoadResult(0, 0.0, [], parts[0].statuses.__class__())
+        for p in parts:
+            out.requests += p.requests
+            out.seconds += p.seconds
+            out.latencies_s += p.latencies_s
+            out.statuses.update(p.statuses)
+        return out
+
+    bare = merged(results["bare FastAPI"])
+    print(
+        f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f} (2 cores); "
+        f"{args.rounds} rounds x {args.duration:g} s per server, 2 load workers, concurrency 16"
+    )
+    print("| server | req/s | ratio to bare | p50 ms | p99 ms | p99 / bare p99 | statuses |")
+    print("|---|---|---|---|---|---|---|")
+    print(row("bare FastAPI", bare, None))
+    for name in list(cases)[1:]:
+        print(row(name, merged(results[name]), bare))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""One plan request from body bytes to response bytes, as a worker process runs it (see service.pool).
+
+Everything heavy happens here, off the event loop and under the request's deadline: JSON parsing, validation, the
+cross-field checks, the solver, the statistics, the independent validator and the serialization. The deadline of a
+request is `started + time_limit_s + deadline_slack_s` (1 s): the solver gets what is left of `time_limit_s` after the
+parse, minus what the statistics, validator and serialization are estimated to need, so it hands its best plan over
+early enough for the whole answer to make the deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from schemas.assignment import AssignmentRequest, reference_errors
+from schemas.common import Problem
+from service.adapters import to_instance, to_response
+from service.algorithms import REGISTRY
+from service.errors import (
+    PROBLEM_JSON,
+    ProblemError,
+    invalid_snapshot,
+    problem_bytes,
+    problem_of,
+    validation_problem,
+)
+from service.pool import WorkerAnswer
+from service.settings import Settings
+from solvers.errors import UnsolvableRequest
+from solvers.plan_check import check_plan
+
+log = logging.getLogger("trimtab")
+PATH = "/v1/assignment/plan"
+
+# What the statistics, the validator and the serialization cost after the solver, measured on this machine at the
+# maximum sizes (bench/reliability/deadlines.py) with a 2x margin: seconds per unit and per load value.
+POST_SOLVE_BASE_S = 0.05
+POST_SOLVE_PER_UNIT_S = 8e-6
+POST_SOLVE_PER_VALUE_S = 2e-7
+
+
+@dataclass(frozen=True)
+class PlanJob:
+    """What the service sends a worker: the raw body and when the request started (time.monotonic)."""
+
+    body: bytes
+    started: float
+
+
+def post_solve_reserve_s(n_units: int, n_values: int) -> float:
+    return POST_SOLVE_BASE_S + POST_SOLVE_PER_UNIT_S * n_units + POST_SOLVE_PER_VALUE_S * n_values
+
+
+def resolve_time_limit(requested: float | None, settings: Settings) -> float:
+    if requested is None:
+        return settings.default_time_limit_s
+    if requested > settings.max_time_limit_s:
+        raise invalid_snapshot([(("body", "time_limit_s"), f"must be at most {settings.max_time_limit_s} s")])
+    return requested
+
+
+def size_errors(request: AssignmentRequest, settings: Settings) -> list[tuple[tuple[str | int, ...], str]]:
+    """The service's size caps (tighter than the schema's when configured so): each bounds a measured cost."""
+    errors: list[tuple[tuple[str | int, ...], str]] = []
+    if len(request.units) > settings.max_units:
+        errors.append((("body", "units"), f"at most {settings.max_units} units per request"))
+    if len(request.nodes) > settings.max_nodes:
+        errors.append((("body", "nodes"), f"at most {settings.max_nodes} nodes per request"))
+    windows = _windows(request)
+    if windows > 1 and len(request.nodes) * windows > settings.max_node_values:
+        errors.append(
+            (
+                ("body", "nodes"),
+                f"nodes x windows = {len(request.nodes)} x {windows} exceeds the limit of {settings.max_node_values} "
+                "node load values (the statistics keep one series per node)",
+            )
+        )
+    return errors
+
+
+def _windows(request: AssignmentRequest) -> int:
+    first = request.units[0].load
+    return len(first) if isinstance(first, list) else 1
+
+
+def _problem(problem: Problem, headers: dict[str, str] | None = None) -> WorkerAnswer:
+    return WorkerAnswer(problem.status, problem_bytes(problem), PROBLEM_JSON, headers or {})
+
+
+def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -> WorkerAnswer:
+    """The whole plan request; never raises (a bug becomes a 500 problem without internals)."""
+    try:
+        return _plan(settings, job, announce)
+    except ProblemError as exc:
+        return _problem(problem_of(exc, PATH), exc.headers)
+    except MemoryError:
+        # The per-worker memory limit: the request needs more than a worker may use. Replace the worker.
+        answer = _problem(
+            Problem(
+                title="Request too large",
+                status=413,
+                detail=f"planning this request needs more than the per-request memory limit of "
+                f"{settings.worker_memory_mb} MiB; send fewer units, nodes or windows",
+                instance=PATH,
+            )
+        )
+        answer.recycle = True
+        return answer
+    except Exception:
+        log.exception("unhandled error on %s", PATH)
+        return _problem(
+            Problem(
+                title="Internal error",
+                status=500,
+                detail="The service failed on a valid request; this is a bug in trimtab.",
+                instance=PATH,
+            )
+        )
+
+
+def _plan(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -> WorkerAnswer:
+    try:
+        raw: Any = json.loads(job.body)
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        return _problem(
+            validation_problem([{"type": "json_invalid", "loc": ("body",), "msg": str(exc)}], PATH)
+        )
+    try:
+        request = AssignmentRequest.model_validate(raw)
+    except ValidationError as exc:
+        fields = [
+            {**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False, include_input=False)
+        ]
+        return _problem(validation_problem(fields, PATH))
+    errors = reference_errors(request) + size_errors(request, settings)
+    if errors:
+        raise invalid_snapshot(errors)
+    time_limit = resolve_time_limit(request.time_limit_s, settings)
+    deadline = job.started + time_limit + settings.deadline_slack_s
+    announce(deadline)
+    spec = REGISTRY[request.algorithm.name]
+    n_values = len(request.units) * _windows(request)
+    reserve = post_solve_reserve_s(len(request.units), n_values)
+    # What the adapter and the post-solve steps will take, from measured costs: when that cannot fit before the
+    # deadline, say so now (422 naming time_limit_s) rather than burn the worker until it is killed.
+    needed = 2.0 * reserve
+    if time.monotonic() + needed > deadline:
+        at_least = time.monotonic() + needed - job.started - settings.deadline_slack_s
+        raise invalid_snapshot(
+            [
+                (
+                    ("body", "time_limit_s"),
+                    f"{time_limit:g} s is too short to plan {len(request.units)} units x {_windows(request)} "
+                    f"windows here (parse, statistics, validation and serialization alone need about "
+                    f"{at_least:.1f} s): send time_limit_s of at least {at_least:.1f}, or a smaller snapshot",
+                )
+            ]
+        )
+    instance = to_instance(request)
+    params = request.algorithm
+    del request  # the parsed models are the largest thing in memory; the validator reads the raw JSON
+    # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
+    # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
+    solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))
+    started = time.perf_counter()
+    try:
+        plan = spec.solve(instance, params, solver_budget)
+    except UnsolvableRequest as exc:
+        raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
+    solve_s = time.perf_counter() - started
+    response = to_response(instance, plan, spec.name, round(solve_s * 1000.0, 3))
+    if settings.validate_plans:
+        problems = check_plan(raw, response.model_dump(mode="json", by_alias=True))
+        if problems:
+            log.error("plan of %s failed validation: %s", spec.name, problems[:5])
+            raise ProblemError(500, "Plan failed validation", "; ".join(problems[:5]))
+    return WorkerAnswer(
+        200,
+        response.model_dump_json(by_alias=True).encode(),
+        "application/json",
+        algorithm=spec.name,
+        plan_status=response.status,
+        solve_s=solve_s,
+        load_distance_before=response.before.load_distance,
+        load_distance_after=response.after.load_distance,
+        migrations=response.migrations,
+    )

@@ -1,0 +1,251 @@
+"""Issue 9, service side: no accepted request can hang the service, blow up its memory or crash it.
+
+Each "what was seen" of the issue is a test here: the hanging flux tie over HTTP, a runaway solver stopped at
+time_limit_s + 1 s with the service whole again within 2 s, a solver over the memory limit, max_migrations 10**30,
+unparseable bodies (400) vs invalid ones (422), slow uploads (408), bad Content-Length, /healthz answering while a
+large body is parsed, and SIGTERM stopping a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from clients.demo import free_port
+from service.algorithms import REGISTRY
+from service.main import create_app
+from service.middleware import BodyLimitMiddleware
+from service.settings import Settings
+from solvers.instance import AssignmentInstance, Plan
+from solvers.plan_check import check_plan
+from tests.conftest import PLAN, assert_problem, make_snapshot
+
+
+def test_the_flux_tie_of_issue_9_answers(client: TestClient) -> None:
+    body = {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [{"id": "u", "node": "a", "load": 0.45}],
+        "algorithm": {"name": "flux"},
+    }
+    started = time.monotonic()
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert time.monotonic() - started < 2.0 + 1.0
+    assert check_plan(body, response.json()) == []
+
+
+def _spin_forever(instance: AssignmentInstance, params: Any, time_limit: float) -> Plan:
+    while True:  # a solver that ignores its budget: only the pool's deadline can stop it
+        pass
+
+
+def _eat_memory(instance: AssignmentInstance, params: Any, time_limit: float) -> Plan:
+    hoard = []
+    while True:
+        hoard.append(bytearray(64 * 1024 * 1024))
+
+
+def test_a_runaway_solver_is_stopped_at_the_deadline_and_the_service_recovers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen: each hung request pinned a core and a pool slot forever; six made every later request 503. Now the
+    worker is killed at time_limit_s + 1 s (503 naming the deadline) and replaced; the next request is served."""
+    monkeypatch.setitem(REGISTRY, "flux", replace(REGISTRY["flux"], solve=_spin_forever))
+    app = create_app(Settings(pool_size=1, queue_size=0))
+    runaway = make_snapshot(algorithm={"name": "flux"}, time_limit_s=0.3)
+    with TestClient(app) as c:
+        started = time.monotonic()
+        problem = assert_problem(c.post(PLAN, json=runaway), 503)
+        stopped_after = time.monotonic() - started
+        assert "deadline" in problem["detail"].lower()
+        assert stopped_after < 0.3 + 1.0 + 0.5, stopped_after
+        assert app.state.pool.recycled == 1
+        # Recovery: with the only worker replaced, a good request is served at once.
+        healthy = make_snapshot(algorithm={"name": "largest-load-first"})
+        started = time.monotonic()
+        response = c.post(PLAN, json=healthy)
+        assert response.status_code == 200, response.text
+        assert time.monotonic() - started < 2.0
+        assert c.get("/readyz").json()["in_flight"] == 0
+
+
+def test_a_solver_over_the_memory_limit_is_413_and_the_worker_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(REGISTRY, "flux", replace(REGISTRY["flux"], solve=_eat_memory))
+    app = create_app(Settings(pool_size=1, queue_size=0, worker_memory_mb=512))
+    with TestClient(app) as c:
+        hungry = make_snapshot(
+            algorithm={"name": "flux"}, time_limit_s=30.0
+        )  # the limit, not the clock, stops it
+        problem = assert_problem(c.post(PLAN, json=hungry), 413)
+        assert "memory" in problem["detail"]
+        assert app.state.pool.recycled == 1
+        ok = c.post(PLAN, json=make_snapshot(algorithm={"name": "largest-load-first"}))
+        assert ok.status_code == 200, ok.text
+
+
+def test_max_migrations_beyond_a_machine_integer_is_422_not_500(client: TestClient) -> None:
+    """Seen: max_migrations of 10**30 was a 500."""
+    for algorithm in ("milp", "flux", "largest-load-first", "round-robin", "random"):
+        body = make_snapshot(algorithm={"name": algorithm}, budget={"max_migrations": 10**30})
+        assert_problem(client.post(PLAN, json=body), 422, ("body", "budget", "max_migrations"))
+        body["budget"]["max_migrations"] = 2**31 - 1  # the largest accepted: no limit in effect
+        response = client.post(PLAN, json=body)
+        assert response.status_code == 200, response.text
+        assert check_plan(body, response.json()) == []
+
+
+def test_series_with_more_than_400_staying_nodes_is_not_a_500(client: TestClient) -> None:
+    """Seen: the validator answered 500 ("avg_load_correlation reported 0.0, recomputed None")."""
+    body = make_snapshot(n_nodes=420, units_per_node=1, windows=3, algorithm={"name": "round-robin"})
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["after"]["avg_load_correlation"] is not None
+
+
+def test_nodes_times_windows_over_the_cap_is_422_naming_the_limit() -> None:
+    with TestClient(create_app(Settings(max_node_values=50))) as c:
+        body = make_snapshot(n_nodes=6, units_per_node=1, windows=10)
+        problem = assert_problem(c.post(PLAN, json=body), 422, ("body", "nodes"))
+        assert "50" in problem["detail"]
+
+
+def test_healthz_answers_while_a_large_body_is_parsed() -> None:
+    """Seen: a 43 MiB body stalled /healthz for 4 s (parsing on the event loop). Parsing is in a worker now."""
+    app = create_app(Settings())
+    big = make_snapshot(
+        n_nodes=50, units_per_node=400, windows=30, algorithm={"name": "round-robin"}, time_limit_s=30.0
+    )
+    payload = json.dumps(big).encode()
+
+    async def scenario() -> tuple[float, float]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://trimtab", timeout=60) as c:
+            started = time.monotonic()
+            plan = asyncio.create_task(
+                c.post(PLAN, content=payload, headers={"content-type": "application/json"})
+            )
+            await asyncio.sleep(0.05)
+            await c.get("/healthz")
+            health_s = time.monotonic() - started
+            response = await plan
+            assert response.status_code == 200, response.text
+            return health_s, time.monotonic() - started
+
+    try:
+        health_s, plan_s = asyncio.run(scenario())
+    finally:
+        app.state.pool.shutdown()
+    assert health_s < plan_s, (health_s, plan_s)
+
+
+def test_a_stalled_upload_gets_408() -> None:
+    """Seen: no body-read timeout (slow uploads held sockets forever)."""
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the app must not be reached")
+
+    async def receive() -> dict[str, Any]:
+        if not sent and not getattr(receive, "first", False):
+            receive.first = True  # type: ignore[attr-defined]
+            return {"type": "http.request", "body": b"{", "more_body": True}
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    middleware = BodyLimitMiddleware(app, max_bytes=1024, timeout_s=5.0, idle_timeout_s=0.1)
+    scope = {"type": "http", "path": PLAN, "headers": [(b"content-length", b"100")]}
+    asyncio.run(middleware(scope, receive, send))
+    assert sent[0]["status"] == 408
+    assert json.loads(sent[1]["body"])["status"] == 408
+
+
+@pytest.mark.e2e
+def test_bad_content_length_over_real_http_is_a_problem_and_sigterm_stops_the_server() -> None:
+    """Seen: a bad Content-Length answered 400 text/plain (uvicorn, before the app); hung requests kept the server
+    from stopping on SIGTERM. service.server runs uvicorn with a protocol that answers problem+json."""
+    port = free_port("127.0.0.1")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service.server", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            raw.sendall(b"POST /v1/assignment/plan HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}")
+            answer = raw.recv(65536).decode()
+        head, _, body = answer.partition("\r\n\r\n")
+        assert head.startswith("HTTP/1.1 400"), answer
+        assert "application/problem+json" in head.lower(), answer
+        assert json.loads(body)["status"] == 400
+        # A request in flight, then SIGTERM: the server stops within its deadline slack, workers included.
+        body_json = make_snapshot(algorithm={"name": "flux"}, time_limit_s=0.5)
+        assert httpx.post(f"{url}{PLAN}", json=body_json, timeout=10).status_code == 200
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    leftover = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True).stdout.split()
+    assert leftover == [], leftover
+    assert os.WNOHANG  # (the workers die with the server: PR_SET_PDEATHSIG)
+
+
+def test_bodies_in_flight_together_are_capped() -> None:
+    """Seen: 8 concurrent 15.6 MiB bodies peaked at 2.7 GB. The service holds at most max_buffered_bytes of bodies
+    at once; a body that would pass it gets 503 with Retry-After at once."""
+    release = asyncio.Event()
+    answers: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    middleware = BodyLimitMiddleware(app, max_bytes=100, max_buffered_bytes=100)
+
+    def request(size: int) -> Any:
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"x" * size, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                answers.append(message["status"])
+
+        return middleware({"type": "http", "path": PLAN, "headers": []}, receive, send)
+
+    async def scenario() -> None:
+        first = asyncio.create_task(request(80))
+        await asyncio.sleep(0.01)
+        await request(80)  # 160 > 100 while the first is held
+        release.set()
+        await first
+        await request(80)  # the first one's bytes are released
+
+    asyncio.run(scenario())
+    assert answers == [503, 200, 200]
+    assert middleware.buffered == 0
