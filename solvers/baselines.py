@@ -109,6 +109,52 @@ def no_room(instance: AssignmentInstance, unit: int) -> UnsolvableRequest:
     )
 
 
+def send_home_over_resource_caps(instance: AssignmentInstance, assignment: IntArray) -> list[str]:
+    """For algorithms that balance the main load only (the correlation algorithms): a receiving node over a further
+    resource's capacity gets its arrivals sent back home, largest usage first, until it fits; an arrival without a
+    home is placed largest-first where it fits (place_unplaced, 422 naming it when it fits nowhere). Updates
+    `assignment` in place and returns a note when it changed anything. Terminates: every round sends one arrival home
+    or unplaces it, so there are at most U rounds."""
+    if not instance.resource_names:
+        return []
+    capacity = instance.resource_capacity
+    usage = np.zeros((instance.n_nodes, len(instance.resource_names)))
+    placed = assignment >= 0
+    np.add.at(usage, assignment[placed], instance.resource_usage[placed])
+    undone = 0
+    for _ in range(instance.n_units):
+        arrived = np.flatnonzero((assignment != instance.current) & (assignment >= 0))
+        over = (usage > capacity * (1 + 1e-9) + 1e-9).any(axis=1)
+        culprits = arrived[over[assignment[arrived]]]
+        if not len(culprits):
+            break
+        node = int(assignment[culprits[0]])
+        on_node = culprits[assignment[culprits] == node]
+        excess = usage[node] - capacity[node]
+        # the arrival that removes most of the node's excess (in shares of each overflowing resource)
+        weight = np.where(excess > 0, 1.0 / np.maximum(capacity[node], 1e-300), 0.0)
+        unit = int(on_node[np.argmax(instance.resource_usage[on_node] @ weight)])
+        usage[node] -= instance.resource_usage[unit]
+        home = int(instance.current[unit])
+        assignment[unit] = home
+        if home >= 0:
+            usage[home] += instance.resource_usage[unit]
+        undone += 1
+    if (assignment == UNPLACED).any():
+        tracker = BudgetTracker(instance)
+        tracker.track(assignment)
+        node_load = np.bincount(
+            assignment[assignment >= 0], weights=instance.load[assignment >= 0], minlength=instance.n_nodes
+        )
+        place_unplaced(instance, assignment, node_load, tracker)
+    if not undone:
+        return []
+    return [
+        f"{undone} planned move(s) undone: they would have put a receiving node over a further resource's "
+        "capacity (this algorithm balances the main load only)"
+    ]
+
+
 def place_unplaced(
     instance: AssignmentInstance,
     assignment: IntArray,

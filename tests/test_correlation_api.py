@@ -179,3 +179,39 @@ def test_too_many_load_values_is_a_422_naming_the_limit() -> None:
         solve_global(inst)
     assert caught.value.loc == ("body", "units", 0, "load")
     assert f"{MAX_SERIES_CELLS}" in caught.value.msg
+
+
+@pytest.mark.parametrize("algorithm", ["correlation-global", "correlation-pairwise"])
+@pytest.mark.parametrize("placed", [False, True])
+def test_further_resources_are_honoured_on_receiving_nodes(
+    client: TestClient, algorithm: str, placed: bool
+) -> None:
+    """Found by the fuzz test: the correlation algorithms balance one load dimension and put a receiving node over a
+    further resource's capacity (validator 500). Every answer is now a valid plan or a 422 naming a unit."""
+    import random
+
+    answered = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        body = {
+            "nodes": [{"id": f"n{i}", "resources": {"mem": 10.0}} for i in range(3)],
+            "units": [
+                {
+                    "id": f"u{k}",
+                    "node": f"n{rng.randrange(3)}" if placed else None,
+                    "load": [rng.uniform(0, 30) for _ in range(6)],
+                    "resources": {"mem": rng.choice([0.0, 4.0, 6.0])},
+                }
+                for k in range(6)
+            ],
+            "algorithm": {"name": algorithm},
+            "time_limit_s": 1.0,
+        }
+        response = client.post("/v1/assignment/plan", json=body)
+        assert response.status_code in (200, 422), response.text
+        if response.status_code == 200:
+            answered += 1
+            assert check_plan(body, response.json()) == []
+        else:
+            assert response.json()["errors"][0]["loc"][:2] == ["body", "units"]
+    assert answered >= 10

@@ -66,17 +66,6 @@ def _stateful_places_unplaced(body: Any) -> bool:
         return False
 
 
-def _correlation_places_unplaced_over_a_resource(body: Any) -> bool:
-    try:
-        return (
-            _algorithm(body) in ("correlation-global", "correlation-pairwise")
-            and any(u.get("node") is None for u in body["units"])
-            and any(n.get("resources") for n in body["nodes"])
-        )
-    except (KeyError, TypeError, AttributeError):
-        return False
-
-
 def _splitter_extremes(body: Any) -> bool:
     if not isinstance(body, dict) or "connections" not in body:
         return False
@@ -102,13 +91,6 @@ KNOWN_IN_OTHER_ROOMS: tuple[KnownCase, ...] = (
         "milp",
         "TypeError in solvers/milp/cpsat.py for a node resource that no unit uses",
         _milp_unused_node_resource,
-    ),
-    KnownCase(
-        "correlation-unplaced-resource",
-        "correlation",
-        "correlation-global places a unit without a node on a node over a further resource's capacity (validator "
-        "500, found by this fuzz test)",
-        _correlation_places_unplaced_over_a_resource,
     ),
 )
 

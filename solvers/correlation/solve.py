@@ -8,6 +8,7 @@ from typing import Literal
 
 import numpy as np
 
+from solvers.baselines import send_home_over_resource_caps
 from solvers.correlation.global_placement import (
     global_assignment,
     match_bins_to_nodes,
@@ -150,6 +151,9 @@ def repair_notes(instance: AssignmentInstance, result: RepairResult | None, max_
 
 
 def _plan(instance: AssignmentInstance, assignment: IntArray, notes: list[str]) -> Plan:
+    # Xing et al. balance one load dimension: further resources are honoured after the fact.
+    assignment = assignment.copy()
+    notes.extend(send_home_over_resource_caps(instance, assignment))
     if cap_violations(instance, assignment):
         raise UnsolvableRequest(
             ("body", "units"),
