@@ -14,7 +14,7 @@ from collections import deque
 import numpy as np
 
 from solvers.errors import UnsolvableRequest
-from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan
+from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, IntArray, Plan
 
 
 class BudgetTracker:
@@ -124,7 +124,7 @@ def send_home_over_resource_caps(instance: AssignmentInstance, assignment: IntAr
     undone = 0
     for _ in range(instance.n_units):
         arrived = np.flatnonzero((assignment != instance.current) & (assignment >= 0))
-        over = (usage > capacity * (1 + 1e-9) + 1e-9).any(axis=1)
+        over: BoolArray = np.asarray((usage > capacity * (1 + 1e-9) + 1e-9).any(axis=1))
         culprits = arrived[over[assignment[arrived]]]
         if not len(culprits):
             break
