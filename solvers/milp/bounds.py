@@ -138,6 +138,44 @@ def hot_unit_bound(instance: AssignmentInstance) -> float:
     return max(bound, 0.0)
 
 
+def _load_step(loads: FloatArray) -> float | None:
+    """The largest g with every load an integer multiple of g (within float noise), or None (no such step found:
+    loads are not multiples of a small fraction of the smallest positive load)."""
+    positive = loads[loads > 0]
+    if not len(positive):
+        return None
+    smallest = float(positive.min())
+    for parts in range(1, 13):
+        step = smallest / parts
+        multiples = loads / step
+        rounded = np.rint(multiples)
+        if np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded)) and rounded.max() < 2**53:
+            return step * float(np.gcd.reduce(rounded.astype(np.int64)))
+    return None
+
+
+def granularity_bound(instance: AssignmentInstance) -> float:
+    """Equal staying capacities, loads all multiples of a step g, nothing on draining nodes: every staying node
+    carries a multiple of g, so unless the average is one, some node is at or above the next multiple and some node
+    at or below the previous one."""
+    active = instance.active
+    capacity = instance.capacity[active]
+    placed = instance.current != UNPLACED
+    if not len(capacity) or np.ptp(capacity) > 0 or instance.draining[instance.current[placed]].any():
+        return 0.0
+    step = _load_step(instance.load)
+    if step is None:
+        return 0.0
+    average = float(instance.load.sum()) / len(capacity) / step
+    below, above = np.floor(average + 1e-9), np.ceil(average - 1e-9)
+    if above <= below:
+        return 0.0
+    gap = (
+        min(above - average, average - below) if len(capacity) == 1 else max(above - average, average - below)
+    )
+    return max(0.0, 100.0 * (gap * step) / float(capacity[0]) * (1 - 1e-9))
+
+
 def lower_bound(instance: AssignmentInstance) -> LowerBound:
     n_nodes = instance.n_nodes
     placed = instance.current != UNPLACED
@@ -162,7 +200,7 @@ def lower_bound(instance: AssignmentInstance) -> LowerBound:
         float(np.max(mean - util - 100.0 * moved_max / capacity)),
         0.0,
     )
-    static = max(per_node, hot_unit_bound(instance))
+    static = max(per_node, hot_unit_bound(instance), granularity_bound(instance))
 
     count_limit = instance.max_migrations
     cost_limit = instance.max_migration_cost
@@ -180,12 +218,14 @@ def lower_bound(instance: AssignmentInstance) -> LowerBound:
     by_size, _ = _segments(own_nodes, -own_load)
     size_nodes = own_nodes[by_size]
     size_before = _segment_exclusive_prefix(size_nodes, own_load[by_size])
-    cover_ratio = own_cost / np.maximum(own_load, 1e-300)
-    by_ratio, _ = _segments(own_nodes, cover_ratio)
+    cover_ratio = (
+        own_cost / np.maximum(own_load, 1e-300) if cost_limit is not None else np.zeros(len(own_load))
+    )
+    by_ratio = _segments(own_nodes, cover_ratio)[0] if cost_limit is not None else np.zeros(0, dtype=np.int64)
     ratio_nodes, ratio_load, ratio_cost = own_nodes[by_ratio], own_load[by_ratio], own_cost[by_ratio]
     ratio_before = _segment_exclusive_prefix(ratio_nodes, ratio_load)
     global_prefix = np.cumsum(np.sort(mov_load)[::-1])
-    global_cover = _CostCover(mov_load, mov_cost)
+    global_cover = _CostCover(mov_load, mov_cost) if cost_limit is not None else None
     tolerance = 1e-9
 
     def feasible(t: float) -> bool:
@@ -212,7 +252,7 @@ def lower_bound(instance: AssignmentInstance) -> LowerBound:
             share = np.clip((need[ratio_nodes] - ratio_before) / np.maximum(ratio_load, 1e-300), 0.0, 1.0)
             if float(np.sum(ratio_cost * share)) > room:
                 return False
-            if free_load <= 0 and global_cover.cost(under) > room:
+            if free_load <= 0 and global_cover is not None and global_cover.cost(under) > room:
                 return False
         return True
 

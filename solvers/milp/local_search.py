@@ -24,7 +24,8 @@ from solvers.baselines import BudgetTracker
 from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
 
 TOLERANCE = 1e-9  # points: a step must lower every touched node below d by more than this
-SWAP_ELEMENTS = 400_000  # pairs evaluated per swap step
+SWAP_ELEMENTS = 100_000
+NEAR_NODES = 64  # destinations (sources) of single moves: the least (most) utilized nodes, besides refunds  # pairs evaluated per swap step
 COMPOUND_MOVES = 16  # budget-blocked moves tried with every possible refund
 RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
 
@@ -56,6 +57,24 @@ class LocalSearch:
         self.used_cost = float(self.state[moved].sum())
         self.resources = BudgetTracker(inst)  # only its resource room is used; the budget is tracked here
         self.resources.track(self.assignment)
+        self._index()
+
+    def _index(self) -> None:
+        """Movable units by node (sorted once) plus the units that arrived since: `units_on` in O(units there)."""
+        units = np.flatnonzero(self.movable)
+        self._by_node = units[np.argsort(self.assignment[units], kind="stable")]
+        self._by_node_nodes = self.assignment[self._by_node]
+        self._arrived: dict[int, list[int]] = {}
+        self._arrivals = 0
+
+    def units_on(self, node: int) -> IntArray:
+        """The movable units on `node` now."""
+        lo, hi = np.searchsorted(self._by_node_nodes, [node, node + 1], side="left")
+        units = self._by_node[lo:hi]
+        extra = self._arrived.get(node)
+        if extra:
+            units = np.unique(np.concatenate([units, np.asarray(extra, dtype=np.int64)]))
+        return units[self.assignment[units] == node]
 
     # -- bookkeeping -------------------------------------------------------------------------------------------
     def migrated_mask(self) -> BoolArray:
@@ -95,6 +114,10 @@ class LocalSearch:
             self.util[source] -= self.share[unit] / self.capacity[source]
             self.util[dest] += self.share[unit] / self.capacity[dest]
             self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
+            self._arrived.setdefault(dest, []).append(unit)
+            self._arrivals += 1
+        if self._arrivals > max(1024, len(self._by_node) // 4):
+            self._index()
 
     # -- evaluation --------------------------------------------------------------------------------------------
     def evaluate(self, nodes: list[IntArray], deltas: list[FloatArray]) -> tuple[FloatArray, BoolArray]:
@@ -112,25 +135,41 @@ class LocalSearch:
         return worst, ok
 
     # -- steps -------------------------------------------------------------------------------------------------
+    def _extreme_nodes(self, lowest: bool, exclude: int) -> IntArray:
+        """The NEAR_NODES least (or most) utilized staying nodes other than `exclude`."""
+        nodes = self.active_nodes[self.active_nodes != exclude]
+        if len(nodes) > NEAR_NODES:
+            key = self.util[nodes] if lowest else -self.util[nodes]
+            nodes = nodes[np.argpartition(key, NEAR_NODES - 1)[:NEAR_NODES]]
+        return nodes
+
     def _moves(self, worst_node: int, over: bool) -> tuple[IntArray, IntArray]:
-        """Candidate (unit, destination) pairs of single moves that involve the worst node."""
+        """Candidate (unit, destination) pairs of single moves that involve the worst node: off it to the least
+        utilized nodes or back to the unit's original node (a refund, a draining home included); or, when it is
+        underloaded, onto it from the most utilized nodes, from draining nodes, or back home."""
+        movable = self.movable
         if over:
-            units = np.flatnonzero((self.assignment == worst_node) & self.movable)
-            dests = self.active_nodes[self.active_nodes != worst_node]
-            unit_of = np.repeat(units, len(dests))
-            dest_of = np.tile(dests, len(units))
-            # Back to a draining home: a refund that lowers the worst node.
+            units = self.units_on(worst_node)
+            dests = self._extreme_nodes(True, worst_node)
             home = self.original[units]
-            back = (
-                self.counts[units] & (home >= 0) & (home != worst_node) & ~self.staying[np.maximum(home, 0)]
+            back = self.counts[units] & (home != worst_node)
+            return (
+                np.concatenate([np.repeat(units, len(dests)), units[back]]),
+                np.concatenate([np.tile(dests, len(units)), home[back]]),
             )
-            return np.concatenate([unit_of, units[back]]), np.concatenate([dest_of, home[back]])
-        units = np.flatnonzero((self.assignment != worst_node) & self.movable)
+        source = np.zeros(self.inst.n_nodes, dtype=bool)
+        source[self._extreme_nodes(False, worst_node)] = True
+        source[~self.staying] = True
+        units = np.flatnonzero(
+            movable
+            & (self.assignment != worst_node)
+            & (source[self.assignment] | (self.counts & (self.original == worst_node)))
+        )
         return units, np.full(len(units), worst_node, dtype=np.int64)
 
     def _swaps(self, worst_node: int, over: bool) -> tuple[IntArray, IntArray]:
         """Candidate (unit of the worst node, unit elsewhere) swaps with the most opposite nodes first."""
-        mine = np.flatnonzero((self.assignment == worst_node) & self.movable)
+        mine = self.units_on(worst_node)
         if not len(mine):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         util = self.util[self.active_nodes]
@@ -169,7 +208,7 @@ class LocalSearch:
             delta_n, delta_c = self.budget_delta(units, dests)
             improving = ok & (worst < d - TOLERANCE) & (sources != dests)
             allowed = improving & self.within_budget(delta_n, delta_c)
-            for i in np.flatnonzero(allowed)[np.argsort(worst[allowed], kind="stable")][:RESOURCE_TRIES]:
+            for i in self._rank(np.flatnonzero(allowed), d - worst, delta_c)[:RESOURCE_TRIES]:
                 candidates.append((float(worst[i]), [(int(units[i]), int(dests[i]))]))
             blocked = np.flatnonzero(improving & ~allowed)
             blocked = blocked[np.argsort(worst[blocked], kind="stable")[:COMPOUND_MOVES]]
@@ -184,6 +223,90 @@ class LocalSearch:
                 self.apply(steps)
                 return True
         return False
+
+    def _rank(self, index: IntArray, gain: FloatArray, delta_c: FloatArray) -> IntArray:
+        """Candidates best first: by the worst node after the step; under a cost budget by gain per unit of state
+        spent (refunds and free steps first), so the budget buys the most balance."""
+        if self.inst.max_migration_cost is None:
+            return index[np.argsort(-gain[index], kind="stable")]
+        cost = delta_c[index]
+        efficiency = np.where(cost > 0, gain[index] / np.where(cost > 0, cost, 1.0), np.inf)
+        return index[np.lexsort((-gain[index], -efficiency))]
+
+    def shave(self, deadline: float, max_steps: int) -> None:
+        """Largest-load-first as a start (Xing et al.'s LLF, budget-aware): units on draining nodes leave first,
+        largest first, each to the least utilized staying node; then the most utilized node that can hands its
+        largest unit that lowers the peak to the least utilized node. Every move lowers the sorted utilization
+        vector, so it ends; `max_steps` and the deadline bound it too."""
+        share, capacity = self.share, self.capacity
+        draining = np.flatnonzero(~self.staying)
+        draining_left = len(draining) > 0  # until a round finds nothing to take off them
+        for _ in range(max_steps):
+            if time.perf_counter() > deadline:
+                return
+            lo = int(self.active_nodes[np.argmin(self.util[self.active_nodes])])
+            holding = draining if draining_left else draining[:0]
+            tops = self._extreme_nodes(False, -1)
+            order = np.concatenate([holding, tops[np.argsort(-self.util[tops], kind="stable")]])
+            moved = False
+            for hi in order.tolist():
+                if hi == lo:
+                    continue
+                units = self.units_on(hi)
+                units = units[np.argsort(-share[units], kind="stable")]
+                after = self.util[lo] + share[units] / capacity[lo]
+                peak = np.inf if not self.staying[hi] else self.util[hi] - TOLERANCE
+                delta_n, delta_c = self.budget_delta(units, np.full(len(units), lo))
+                ok = (after < peak) & (after <= self.cap * (1 + 1e-12)) & (share[units] > 0)
+                ok &= self.within_budget(delta_n, delta_c)
+                for unit in units[ok][:RESOURCE_TRIES].tolist():
+                    if self.resources.fits(unit, lo):
+                        self.apply([(unit, lo)])
+                        moved = True
+                        break
+                if moved:
+                    break
+                if not self.staying[hi]:
+                    continue
+                draining_left = False  # reached a staying node: nothing more leaves the draining ones
+            if not moved:
+                return
+
+    def pair(self, deadline: float, max_rounds: int = 64) -> None:
+        """Flux as a start (Madsen et al.'s description, budget-aware): in each round the i-th most utilized staying
+        node hands the i-th least utilized one the unit that best halves their gap; rounds until no pair moves, the
+        budget is spent, `max_rounds`, or the deadline (a tie can make a pair trade a unit back and forth: the cap
+        ends it)."""
+        share, capacity = self.share, self.capacity
+        for _ in range(max_rounds):
+            if time.perf_counter() > deadline:
+                return
+            order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
+            units = np.flatnonzero(self.movable & self.staying[self.assignment])
+            units = units[np.argsort(self.assignment[units], kind="stable")]
+            where = self.assignment[units]
+            moved = False
+            for i in range(len(order) // 2):
+                hi, lo = int(order[i]), int(order[len(order) - 1 - i])
+                gap = self.util[hi] - self.util[lo]
+                if gap <= TOLERANCE:
+                    break
+                mine = units[np.searchsorted(where, hi, "left") : np.searchsorted(where, hi, "right")]
+                mine = mine[self.assignment[mine] == hi]  # units already moved this round left `hi`
+                shift = share[mine] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
+                after = self.util[lo] + share[mine] / capacity[lo]
+                delta_n, delta_c = self.budget_delta(mine, np.full(len(mine), lo))
+                ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
+                ok &= self.within_budget(delta_n, delta_c)
+                for k in np.flatnonzero(ok)[np.argsort(np.abs(gap - shift[ok]), kind="stable")][
+                    :RESOURCE_TRIES
+                ]:
+                    if self.resources.fits(int(mine[k]), lo):
+                        self.apply([(int(mine[k]), lo)])
+                        moved = True
+                        break
+            if not moved:
+                return
 
     def _swap_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
         mine, theirs = self._swaps(node, over)

@@ -197,6 +197,8 @@ def choose_neighbourhood(
     migrated = np.flatnonzero(
         movable & (instance.current != UNPLACED) & (reference != original) & in_nodes[reference]
     )
+    if len(migrated) > width:  # a few of them per round keep the model small (rounds are many and short)
+        migrated = rng.choice(migrated, size=width, replace=False)
     homes = original[migrated]
     in_nodes[homes[instance.active[homes]]] = True
     node_arr = np.flatnonzero(in_nodes).astype(np.int64)

@@ -36,6 +36,7 @@ Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
+START_SHARE = 0.15  # of the time left, for each start and for its descent
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -80,17 +81,46 @@ def solve_milp(
     bound = lower_bound(instance)
     lower = bound.value
 
-    def descended(assignment: IntArray) -> LocalSearch:
-        search = LocalSearch(instance, assignment, start)
-        search.descend(deadline, DESCENT_STEPS)
+    def meets(value: float) -> bool:
+        return best is not None and best.key[0] <= value + OPTIMALITY_TOLERANCE
+
+    def slice_end(share: float) -> float:
+        now = time.perf_counter()
+        return min(deadline, now + share * (deadline - now))
+
+    def shaved() -> LocalSearch:
+        search = LocalSearch(instance, start, start)
+        search.shave(slice_end(2 * START_SHARE), DESCENT_STEPS)
         return search
 
-    best = _Best(descended(start), "current + descent")
-    if time.perf_counter() < deadline:
-        best.offer(descended(bound_plan(instance, start, bound.threshold)), "bound-built start + descent")
+    def paired() -> LocalSearch:
+        search = LocalSearch(instance, start, start)
+        search.pair(slice_end(START_SHARE))
+        return search
 
-    def meets(value: float) -> bool:
-        return best.key[0] <= value + OPTIMALITY_TOLERANCE
+    # Starts, each followed by the descent within its share of the time left: largest-load-first and Flux (fast,
+    # budget-aware, capped), the plan built from the bound's threshold, and the current plan. A start that meets the
+    # bound ends the call.
+    starts: list[tuple[str, Callable[[], LocalSearch]]] = [
+        ("largest-load-first start", shaved),
+        ("flux start", paired),
+        (
+            "bound-built start",
+            lambda: LocalSearch(instance, bound_plan(instance, start, bound.threshold), start),
+        ),
+        ("current plan", lambda: LocalSearch(instance, start, start)),
+    ]
+    best: _Best | None = None
+    for name, make in starts:
+        if time.perf_counter() >= deadline or meets(lower):
+            break
+        search = make()
+        search.descend(slice_end(START_SHARE), DESCENT_STEPS)
+        if best is None:
+            best = _Best(search, f"{name} + descent")
+        else:
+            best.offer(search, f"{name} + descent")
+    assert best is not None
 
     proven = meets(lower)
     rounds = 0
