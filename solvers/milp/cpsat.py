@@ -93,16 +93,19 @@ def solve_cpsat(
             cp.add(util <= mean_i + d - du)  # (3)
             cp.add(util >= mean_i - d + dl)  # (4)
         for r in range(model.resource_slack.shape[1]):
-            if len(ins) and math.isfinite(model.resource_slack[node, r]):
-                use = inst.resource_usage[:, r]
-                rscale = 1e6 / max(float(use.sum()), 1e-300)
-                coefficients = np.concatenate(
-                    [
-                        np.ceil(use[model.move_unit[ins]] * rscale),
-                        -np.floor(use[model.move_unit[outs]] * rscale),
-                    ]
-                ).astype(np.int64)
-                cp.add(weighted(both, coefficients) <= math.floor(model.resource_slack[node, r] * rscale))
+            incoming_use = inst.resource_usage[model.move_unit[ins], r]
+            slack = model.resource_slack[node, r]
+            # Nothing that may arrive uses the resource (or it is uncapped): no constraint. Scaling by the usage of
+            # the units themselves keeps the integers small (a resource no unit uses gave 1e306 and a TypeError).
+            if not len(ins) or not math.isfinite(slack) or incoming_use.sum() <= 0:
+                continue
+            use = inst.resource_usage[:, r]
+            rscale = 1e6 / float(use.sum())
+            coefficients = np.concatenate(
+                [np.ceil(incoming_use * rscale), -np.floor(use[model.move_unit[outs]] * rscale)]
+            ).astype(np.int64)
+            room = min(math.floor(slack * rscale), int(coefficients[: len(ins)].sum()) + 1)
+            cp.add(weighted(both, coefficients) <= room)
     # Lexicographic objective: d first, then du + dl (w1 >> w2 as in the paper, exactly: w1 > max(du + dl)).
     w1 = 2 * d_max + 1
     cp.minimize(w1 * d - du - dl)
