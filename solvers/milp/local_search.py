@@ -24,7 +24,7 @@ from solvers.baselines import BudgetTracker
 from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
 
 TOLERANCE = 1e-9  # points: a step must lower every touched node below d by more than this
-SWAP_ELEMENTS = 100_000
+SWAP_ELEMENTS = 40_000
 NEAR_NODES = 64  # destinations (sources) of single moves: the least (most) utilized nodes, besides refunds  # pairs evaluated per swap step
 COMPOUND_MOVES = 16  # budget-blocked moves tried with every possible refund
 RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
@@ -120,15 +120,20 @@ class LocalSearch:
             self._index()
 
     # -- evaluation --------------------------------------------------------------------------------------------
-    def evaluate(self, nodes: list[IntArray], deltas: list[FloatArray]) -> tuple[FloatArray, BoolArray]:
+    def evaluate(
+        self, nodes: list[IntArray], deltas: list[FloatArray], distinct: bool = False
+    ) -> tuple[FloatArray, BoolArray]:
         """Worst deviation over the touched staying nodes after simultaneous utilization changes (`deltas[k]` on
-        `nodes[k]`, roles may coincide), and whether every node that gains stays within the utilization cap."""
+        `nodes[k]`; roles may coincide unless `distinct`), and whether every node that gains stays within the
+        utilization cap."""
         worst = np.zeros(len(nodes[0]))
         ok = np.ones(len(nodes[0]), dtype=bool)
-        for node in nodes:
-            net = sum(
-                (delta * (other == node) for other, delta in zip(nodes, deltas, strict=True)), np.zeros(1)
-            )
+        for node, own in zip(nodes, deltas, strict=True):
+            net = own
+            if not distinct:
+                net = sum(
+                    (delta * (other == node) for other, delta in zip(nodes, deltas, strict=True)), np.zeros(1)
+                )
             after = self.util[node] + net
             worst = np.maximum(worst, np.where(self.staying[node], np.abs(after - self.mean), 0.0))
             ok &= (net <= 1e-12) | (after <= self.cap * (1 + 1e-12))
@@ -203,7 +208,9 @@ class LocalSearch:
             sources = assignment[units]
             scale = self.share[units]
             worst, ok = self.evaluate(
-                [sources, dests], [-scale / self.capacity[sources], scale / self.capacity[dests]]
+                [sources, dests],
+                [-scale / self.capacity[sources], scale / self.capacity[dests]],
+                distinct=True,
             )
             delta_n, delta_c = self.budget_delta(units, dests)
             improving = ok & (worst < d - TOLERANCE) & (sources != dests)
@@ -315,7 +322,9 @@ class LocalSearch:
         other = self.assignment[theirs]
         net = self.share[mine] - self.share[theirs]  # load points leaving `node`
         here = np.full(len(mine), node, dtype=np.int64)
-        worst, ok = self.evaluate([here, other], [-net / self.capacity[node], net / self.capacity[other]])
+        worst, ok = self.evaluate(
+            [here, other], [-net / self.capacity[node], net / self.capacity[other]], distinct=True
+        )
         dn1, dc1 = self.budget_delta(mine, other)
         dn2, dc2 = self.budget_delta(theirs, here)
         good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)

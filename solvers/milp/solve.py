@@ -34,7 +34,9 @@ from solvers.milp.starts import bound_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
+DEADLINE_MARGIN = 0.08  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
+TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
 DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
@@ -70,7 +72,9 @@ def solve_milp(
     per_node: int = 12,
 ) -> Plan:
     started = time.perf_counter()
-    deadline = started + time_limit_s
+    # The last step, model round or descent may run a little past the deadline it checked: keep a margin so the
+    # call returns within time_limit_s (the service adds parsing, validation and serialization on top).
+    deadline = started + time_limit_s * (1 - DEADLINE_MARGIN) - 0.005
     notes: list[str] = []
     start = instance.current.copy()
     if (start == UNPLACED).any():
@@ -129,53 +133,18 @@ def solve_milp(
     else:
         n_active = int(instance.active.sum())
         n_movable = int(instance.movable.sum())
-        solve = solve_cpsat if backend == "cp-sat" else solve_highs
-        rounding = 0.0
-        full = n_active * n_movable <= FULL_MODEL_MOVES
-        if full and time.perf_counter() < deadline:
-            # The whole problem: every staying node, every movable unit (draining homes are refund moves).
-            nodes = np.arange(instance.n_nodes, dtype=np.int64)
-            units = np.flatnonzero(instance.movable).astype(np.int64)
-            model = build_move_model(instance, nodes, units, best.search.assignment, start)
-            result = solve(model, deadline, relative_gap, seed)
-            rounds += 1
-            rounding = result.rounding_error
-            if result.chosen is not None:
-                best.offer(
-                    LocalSearch(instance, model.assignment_of(result.chosen), start), f"milp ({backend})"
-                )
-                if result.proven_optimal:
-                    # Optimal in scaled integers: its d, less the scaling's rounding (on the solution and on the true
-                    # optimum), bounds every plan.
-                    lower = max(lower, best.key[0] - 2 * rounding)
-                    proven = True
-                    notes.append(
-                        f"the full model is proven optimal ({backend}; integer scaling {2 * rounding:.2g} points)"
-                    )
-            if result.bound_d is not None:
-                lower = max(lower, result.bound_d)
-            proven = proven or meets(lower)
-        if not proven:
-            model_rounds, perturbations, stop_reason = _improve(
-                instance,
-                best,
-                start,
-                lower,
-                deadline,
-                time_limit_s,
-                relative_gap,
-                seed,
-                solve,
-                backend,
-                width,
-                per_node,
-                use_model=not full,
-            )
-            rounds += model_rounds
+        rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
+        rounds_run.run(started, time_limit_s, width, per_node, full=n_active * n_movable <= FULL_MODEL_MOVES)
+        lower, rounding, rounds = rounds_run.lower, rounds_run.rounding, rounds_run.model_rounds
+        proven = rounds_run.proven or meets(lower)
+        if rounds_run.proven:
             notes.append(
-                f"{backend}: {rounds} model rounds, {perturbations} perturbation rounds; stopped: {stop_reason}"
+                f"the full model is proven optimal ({backend}; integer scaling {2 * rounding:.2g} points)"
             )
-            proven = meets(lower)
+        notes.append(
+            f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds; "
+            f"stopped: {rounds_run.stop_reason}"
+        )
         if backend == "cp-sat" and rounds:
             notes.append(
                 "CP-SAT works on utilizations scaled to integers (2^30 steps over the model's range); its rounding "
@@ -189,76 +158,143 @@ def solve_milp(
     return Plan(assignment=assignment, status=status, lower_bound=min(lower, best.key[0]), notes=notes)
 
 
-def _improve(
-    instance: AssignmentInstance,
-    best: _Best,
-    start: IntArray,
-    lower: float,
-    deadline: float,
-    time_limit_s: float,
-    relative_gap: float,
-    seed: int,
-    solve: Callable[[MoveModel, float, float, int], BackendResult],
-    backend: Backend,
-    width: int | None,
-    per_node: int,
-    use_model: bool,
-) -> tuple[int, int, str]:
-    """Rounds around the best plan until the deadline, the gap, or a stall: each round is an iterated perturbation
-    (a random share of the migrations sent home, then the descent) and, when `use_model`, one short move-model round
-    on a neighbourhood of extreme nodes, random nodes, and the home nodes of migrated units.
-    Returns (model rounds, perturbation rounds, why it stopped)."""
-    begun = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    active_nodes = np.flatnonzero(instance.active)
-    budget_moves = instance.max_migrations if instance.max_migrations is not None else instance.n_units
-    width = min(width or int(np.clip(budget_moves // 4, 3, 6)), len(active_nodes))
-    # Many short rounds: the child process of HiGHS needs ~0.3 s to start, CP-SAT a few milliseconds.
-    model_slice = (
-        max(0.6, 0.3 * time_limit_s)
-        if backend == "highs"
-        else float(np.clip(0.05 * time_limit_s, 0.02, 0.25))
-    )
-    model_rounds = perturbations = since = 0
-    found_at = begun
-    while True:
-        now = time.perf_counter()
-        if now >= deadline - 0.005:
-            return model_rounds, perturbations, "time limit"
-        if best.key[0] - lower <= relative_gap * best.key[0]:
-            return model_rounds, perturbations, f"gap within relative_gap {relative_gap}"
-        if since >= STALL_ROUNDS and now - found_at >= found_at - begun:
-            return model_rounds, perturbations, f"no improvement in {since} rounds"
+class _Rounds:
+    """The search after the starts: rounds around the best plan until the deadline, the gap, a proof, or a stall.
+
+    Full model (small problems): each round solves the whole problem (every staying node, every movable unit,
+    draining homes as refunds) with the best plan as a hint, in slices that double (the time run so far), so a
+    proof can come in milliseconds and an unprovable model does not hold the call to its limit. Otherwise each
+    round is an iterated perturbation (a random share of the migrations sent home, then the descent) and one short
+    move-model round on a neighbourhood of extreme nodes, random nodes, and the home nodes of migrated units.
+    Stall: STALL_ROUNDS rounds (2 for the full model) without improvement, and at least as long without one as it
+    took to find the best plan.
+    """
+
+    def __init__(
+        self,
+        instance: AssignmentInstance,
+        best: _Best,
+        start: IntArray,
+        lower: float,
+        deadline: float,
+        relative_gap: float,
+        seed: int,
+        backend: Backend,
+    ) -> None:
+        self.instance, self.best, self.start = instance, best, start
+        self.lower, self.deadline, self.relative_gap, self.seed = lower, deadline, relative_gap, seed
+        self.backend = backend
+        self.solve: Callable[[MoveModel, float, float, int], BackendResult] = (
+            solve_cpsat if backend == "cp-sat" else solve_highs
+        )
+        self.proven = False
+        self.rounding = 0.0
+        self.model_rounds = self.perturbations = 0
+        self.stop_reason = ""
+
+    def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
+        # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
+        # share of the slice so the call ends within the slice.
+        result = self.solve(
+            model, time.perf_counter() + 0.85 * seconds, relative_gap, self.seed + self.model_rounds
+        )
+        self.model_rounds += 1
+        self.rounding = max(self.rounding, result.rounding_error)
+        return result
+
+    def _full_round(self, seconds: float) -> bool:
+        inst = self.instance
+        nodes = np.arange(inst.n_nodes, dtype=np.int64)
+        units = np.flatnonzero(inst.movable).astype(np.int64)
+        model = build_move_model(inst, nodes, units, self.best.search.assignment, self.start)
+        # No gap limit: CP-SAT reports a solution within its gap limit as OPTIMAL, and `optimal` means optimal
+        # (the call still stops at relative_gap through the bound it returns).
+        result = self._solve(model, seconds, 0.0)
+        improved = False
+        if result.chosen is not None:
+            solution = LocalSearch(inst, model.assignment_of(result.chosen), self.start)
+            improved = self.best.offer(solution, f"milp ({self.backend}) full model")
+            if result.proven_optimal:
+                # Optimal in scaled integers: its d, less the scaling's rounding (on the solution and on the true
+                # optimum), bounds every plan; the hint was the best plan, so the best is at least as good.
+                self.lower = max(self.lower, solution.key()[0] - 2 * self.rounding)
+                self.proven = True
+        if result.bound_d is not None:
+            self.lower = max(self.lower, result.bound_d)
+        return improved
+
+    def _neighbourhood_round(
+        self, rng: np.random.Generator, width: int, per_node: int, seconds: float
+    ) -> bool:
+        inst, best = self.instance, self.best
         improved = False
         migrated = np.flatnonzero(best.search.migrated_mask())
         if len(migrated):
             size = max(1, round(rng.uniform(0.05, 0.3) * len(migrated)))
-            trial = LocalSearch(instance, best.search.assignment, start)
+            trial = LocalSearch(inst, best.search.assignment, self.start)
             trial.send_home(rng.choice(migrated, size=size, replace=False))
-            trial.descend(deadline, DESCENT_STEPS)
-            improved |= best.offer(
-                trial, best.name if "perturbation" in best.name else f"{best.name} + perturbation"
-            )
-            perturbations += 1
-        if use_model and time.perf_counter() < deadline - 0.01:
-            extra = rng.choice(active_nodes, size=width, replace=False)
+            trial.descend(self.deadline, DESCENT_STEPS)
+            name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
+            improved |= best.offer(trial, name)
+            self.perturbations += 1
+        if time.perf_counter() + 0.01 < self.deadline:
+            extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
             nodes, units = choose_neighbourhood(
-                instance, best.search.assignment, start, width, per_node, rng, extra
+                inst, best.search.assignment, self.start, width, per_node, rng, extra
             )
-            model = build_move_model(instance, nodes, units, best.search.assignment, start)
-            round_end = min(deadline, time.perf_counter() + model_slice)
-            result = solve(model, round_end, relative_gap, seed + model_rounds)
-            model_rounds += 1
+            model = build_move_model(inst, nodes, units, best.search.assignment, self.start)
+            result = self._solve(model, min(seconds, self.deadline - time.perf_counter()), self.relative_gap)
             if result.chosen is not None and len(result.chosen):
                 solution = model.assignment_of(result.chosen)
-                if instance.within_budget(solution):
-                    trial = LocalSearch(instance, solution, start)
-                    trial.descend(deadline, DESCENT_STEPS)
-                    improved |= best.offer(trial, f"milp ({backend}) neighbourhoods")
-        if improved:
-            since, found_at = 0, time.perf_counter()
+                if inst.within_budget(solution):
+                    trial = LocalSearch(inst, solution, self.start)
+                    trial.descend(self.deadline, DESCENT_STEPS)
+                    improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
+        return improved
+
+    def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
+        inst = self.instance
+        begun = time.perf_counter()
+        rng = np.random.default_rng(self.seed)
+        n_active = int(inst.active.sum())
+        budget_moves = inst.max_migrations if inst.max_migrations is not None else inst.n_units
+        width = min(width or int(np.clip(budget_moves // 4, 3, 6)), n_active)
+        # Many short rounds: the child process of HiGHS needs ~0.3 s to start, CP-SAT a few milliseconds.
+        if self.backend == "highs":
+            model_slice = max(0.6, 0.3 * time_limit_s)
         else:
-            since += 1
+            model_slice = float(np.clip(0.05 * time_limit_s, 0.02, 0.25))
+        stall_rounds = 3 if full else STALL_ROUNDS
+        since, found_at = 0, begun
+        while True:
+            now = time.perf_counter()
+            if self.proven:
+                self.stop_reason = "proven optimal"
+                return
+            if now >= self.deadline - 0.005:
+                self.stop_reason = "time limit"
+                return
+            d = self.best.key[0]
+            if d - self.lower <= max(self.relative_gap * d, OPTIMALITY_TOLERANCE):
+                self.stop_reason = f"gap within relative_gap {self.relative_gap}"
+                return
+            if since >= stall_rounds and now - found_at >= found_at - begun:
+                self.stop_reason = f"no improvement in {since} rounds"
+                return
+            remaining = self.deadline - now
+            if full:
+                # Tiny models are proven by CP-SAT in one go (it restarts from scratch each slice); larger ones get
+                # doubling slices so that an unprovable model does not hold the call to its limit.
+                tiny = n_active * int(inst.movable.sum()) <= TINY_MODEL_MOVES
+                doubling = max(0.03, 0.1 * time_limit_s, now - started)
+                slice_s = doubling if self.backend == "cp-sat" and not tiny else remaining
+                improved = self._full_round(min(remaining, slice_s))
+            else:
+                improved = self._neighbourhood_round(rng, width, per_node, model_slice)
+            if improved:
+                since, found_at = 0, time.perf_counter()
+            else:
+                since += 1
 
 
 def bottleneck_notes(instance: AssignmentInstance) -> list[str]:
