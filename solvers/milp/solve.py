@@ -94,7 +94,7 @@ def solve_milp(
 
     def shaved() -> LocalSearch:
         search = LocalSearch(instance, start, start)
-        search.shave(slice_end(2 * START_SHARE), DESCENT_STEPS)
+        search.shave(slice_end(0.5), DESCENT_STEPS)  # the strongest start at scale: up to half the time
         return search
 
     def paired() -> LocalSearch:
