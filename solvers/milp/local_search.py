@@ -25,8 +25,9 @@ from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
 
 TOLERANCE = 1e-9  # points: a step must lower every touched node below d by more than this
 SWAP_ELEMENTS = 40_000
+MIGRATION_NODES = 256  # nodes of migrated units tried as partners of compound steps
 NEAR_NODES = 64  # destinations (sources) of single moves: the least (most) utilized nodes, besides refunds  # pairs evaluated per swap step
-COMPOUND_MOVES = 16  # budget-blocked moves tried with every possible refund
+COMPOUND_MOVES = 48  # budget-blocked moves tried with every possible refund
 RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
 
 
@@ -148,14 +149,26 @@ class LocalSearch:
             nodes = nodes[np.argpartition(key, NEAR_NODES - 1)[:NEAR_NODES]]
         return nodes
 
+    def _migration_nodes(self, homes: bool) -> IntArray:
+        """Staying nodes where migrated units sit now (or their original nodes): the partners of compound steps
+        (a migration sent home frees room there, or on its home a smaller unit can leave instead)."""
+        migrated = np.flatnonzero(self.migrated_mask())
+        nodes = np.unique(self.original[migrated] if homes else self.assignment[migrated])
+        nodes = nodes[self.staying[nodes]]
+        if len(nodes) > MIGRATION_NODES:
+            nodes = nodes[np.argsort(self.util[nodes] if not homes else -self.util[nodes])[:MIGRATION_NODES]]
+        return nodes
+
     def _moves(self, worst_node: int, over: bool) -> tuple[IntArray, IntArray]:
         """Candidate (unit, destination) pairs of single moves that involve the worst node: off it to the least
-        utilized nodes or back to the unit's original node (a refund, a draining home included); or, when it is
-        underloaded, onto it from the most utilized nodes, from draining nodes, or back home."""
+        utilized nodes, to nodes holding migrated units, or back to the unit's original node (a refund, a draining
+        home included); or, when it is underloaded, onto it from the most utilized nodes, from the original nodes of
+        migrated units, from draining nodes, back home, or any migrated unit (moving it again is free)."""
         movable = self.movable
         if over:
             units = self.units_on(worst_node)
-            dests = self._extreme_nodes(True, worst_node)
+            dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
+            dests = dests[dests != worst_node]
             home = self.original[units]
             back = self.counts[units] & (home != worst_node)
             return (
@@ -164,11 +177,12 @@ class LocalSearch:
             )
         source = np.zeros(self.inst.n_nodes, dtype=bool)
         source[self._extreme_nodes(False, worst_node)] = True
+        source[self._migration_nodes(True)] = True
         source[~self.staying] = True
         units = np.flatnonzero(
             movable
             & (self.assignment != worst_node)
-            & (source[self.assignment] | (self.counts & (self.original == worst_node)))
+            & (source[self.assignment] | (self.counts & (self.original == worst_node)) | self.migrated_mask())
         )
         return units, np.full(len(units), worst_node, dtype=np.int64)
 
