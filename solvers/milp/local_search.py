@@ -26,6 +26,7 @@ from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
 TOLERANCE = 1e-9  # points: a step must lower every touched node below d by more than this
 SWAP_ELEMENTS = 40_000
 MIGRATION_NODES = 256  # nodes of migrated units tried as partners of compound steps
+SHAVE_BATCH = 64  # largest-load-first moves made at once on large clusters (at most an eighth of the nodes)
 NEAR_NODES = 64  # destinations (sources) of single moves: the least (most) utilized nodes, besides refunds  # pairs evaluated per swap step
 COMPOUND_MOVES = 48  # budget-blocked moves tried with every possible refund
 RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
@@ -262,9 +263,12 @@ class LocalSearch:
         share, capacity = self.share, self.capacity
         draining = np.flatnonzero(~self.staying)
         draining_left = len(draining) > 0  # until a round finds nothing to take off them
+        batch = min(SHAVE_BATCH, len(self.active_nodes) // 8)
         for _ in range(max_steps):
             if time.perf_counter() > deadline:
                 return
+            if not draining_left and batch > 1 and self._shave_batch(batch):
+                continue
             lo = int(self.active_nodes[np.argmin(self.util[self.active_nodes])])
             holding = draining if draining_left else draining[:0]
             tops = self._extreme_nodes(False, -1)
@@ -292,6 +296,38 @@ class LocalSearch:
                 draining_left = False  # reached a staying node: nothing more leaves the draining ones
             if not moved:
                 return
+
+    def _shave_batch(self, batch: int) -> bool:
+        """Many largest-load-first moves at once on large clusters: the i-th most utilized of the `batch` top nodes
+        hands its largest unit that lowers its peak to the i-th least utilized node (distinct nodes, so the moves
+        are independent), the most utilized first while the budget lasts. False when none moves (resource caps are
+        checked one move at a time: then the exact step runs)."""
+        if self.resources.has_resources:
+            return False
+        share, capacity = self.share, self.capacity
+        order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
+        tops, lows = order[:batch], order[::-1][:batch]
+        position = np.full(self.inst.n_nodes, -1, dtype=np.int64)
+        position[tops] = np.arange(len(tops))
+        units = np.flatnonzero(self.movable & (position[self.assignment] >= 0))
+        pos = position[self.assignment[units]]
+        dest = lows[pos]
+        after = self.util[dest] + share[units] / capacity[dest]
+        ok = (after < self.util[self.assignment[units]] - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
+        ok &= share[units] > 0
+        units, pos, dest = units[ok], pos[ok], dest[ok]
+        if not len(units):
+            return False
+        pick = np.lexsort((-share[units], pos))
+        units, pos, dest = units[pick], pos[pick], dest[pick]
+        first = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])  # the largest fitting unit of each top node
+        units, dest = units[first], dest[first]
+        delta_n, delta_c = self.budget_delta(units, dest)
+        fits = self.within_budget(np.cumsum(delta_n), np.cumsum(delta_c))
+        keep = int(np.argmin(fits)) if not fits.all() else len(fits)  # the longest prefix within the budget
+        for unit, to in zip(units[:keep].tolist(), dest[:keep].tolist(), strict=True):
+            self.apply([(unit, to)])
+        return keep > 0
 
     def pair(self, deadline: float, max_rounds: int = 64) -> None:
         """Flux as a start (Madsen et al.'s description, budget-aware): in each round the i-th most utilized staying

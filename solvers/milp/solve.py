@@ -37,6 +37,8 @@ OPTIMALITY_TOLERANCE = 1e-6  # percentage points
 DEADLINE_MARGIN = 0.08  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
+MAX_ROUND_MOVES = 3_000  # booleans of one neighbourhood model (halved while building outgrows the slice)
+MIN_ROUND_MOVES = 200
 DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
@@ -191,6 +193,8 @@ class _Rounds:
         self.rounding = 0.0
         self.model_rounds = self.perturbations = 0
         self.stop_reason = ""
+        self.last_round_s = 0.0
+        self.round_moves = MAX_ROUND_MOVES
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -237,13 +241,22 @@ class _Rounds:
             name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
             improved |= best.offer(trial, name)
             self.perturbations += 1
-        if time.perf_counter() + 0.01 < self.deadline:
+        # A round costs its model building (Python, per boolean) on top of the solve: start one only when the
+        # last one's whole duration still fits, and keep the model within what a round can build.
+        round_started = time.perf_counter()
+        if round_started + max(0.01, 1.5 * self.last_round_s) < self.deadline:
             extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
             nodes, units = choose_neighbourhood(
                 inst, best.search.assignment, self.start, width, per_node, rng, extra
             )
+            per_unit = max(1, int(inst.active[nodes].sum()))
+            if len(units) * per_unit > self.round_moves:
+                units = np.sort(rng.choice(units, size=max(1, self.round_moves // per_unit), replace=False))
             model = build_move_model(inst, nodes, units, best.search.assignment, self.start)
             result = self._solve(model, min(seconds, self.deadline - time.perf_counter()), self.relative_gap)
+            self.last_round_s = time.perf_counter() - round_started
+            if self.last_round_s > 2 * seconds:  # building dominated: smaller models from now on
+                self.round_moves = max(MIN_ROUND_MOVES, self.round_moves // 2)
             if result.chosen is not None and len(result.chosen):
                 solution = model.assignment_of(result.chosen)
                 if inst.within_budget(solution):
