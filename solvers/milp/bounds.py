@@ -26,6 +26,7 @@ Each node alone also gives t >= util - mean - (what it alone can shed), and t >=
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,8 +146,12 @@ def _load_step(loads: FloatArray) -> float | None:
     if not len(positive):
         return None
     smallest = float(positive.min())
+    sample = positive[:: max(1, len(positive) // 512)]
     for parts in range(1, 13):
         step = smallest / parts
+        trial = sample / step
+        if np.any(np.abs(trial - np.rint(trial)) > 1e-9 * np.maximum(1.0, np.rint(trial))):
+            continue  # a cheap look at a sample first: real-valued loads fail here
         multiples = loads / step
         rounded = np.rint(multiples)
         if np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded)) and rounded.max() < 2**53:
@@ -176,7 +181,8 @@ def granularity_bound(instance: AssignmentInstance) -> float:
     return max(0.0, 100.0 * (gap * step) / float(capacity[0]) * (1 - 1e-9))
 
 
-def lower_bound(instance: AssignmentInstance) -> LowerBound:
+def lower_bound(instance: AssignmentInstance, deadline: float = np.inf) -> LowerBound:
+    """At `deadline` (time.perf_counter()) the bisection stops: its lower end is a valid bound at every step."""
     n_nodes = instance.n_nodes
     placed = instance.current != UNPLACED
     movable = instance.movable & placed
@@ -215,7 +221,7 @@ def lower_bound(instance: AssignmentInstance) -> LowerBound:
     )
     n_active = int(active.sum())
     own_total = np.bincount(own_nodes, weights=own_load, minlength=n_active)
-    by_size, _ = _segments(own_nodes, -own_load)
+    by_size = _segments(own_nodes, -own_load)[0] if count_limit is not None else np.zeros(0, dtype=np.int64)
     size_nodes = own_nodes[by_size]
     size_before = _segment_exclusive_prefix(size_nodes, own_load[by_size])
     cover_ratio = (
@@ -260,6 +266,8 @@ def lower_bound(instance: AssignmentInstance) -> LowerBound:
     if feasible(lo):
         return LowerBound(static, max(static, lo))
     for _ in range(50):
+        if time.perf_counter() > deadline:
+            break
         mid = 0.5 * (lo + hi)
         if feasible(mid):
             hi = mid

@@ -344,6 +344,8 @@ class LocalSearch:
             where = self.assignment[units]
             moved = False
             for i in range(len(order) // 2):
+                if i % 64 == 63 and time.perf_counter() > deadline:
+                    return
                 hi, lo = int(order[i]), int(order[len(order) - 1 - i])
                 gap = self.util[hi] - self.util[lo]
                 if gap <= TOLERANCE:

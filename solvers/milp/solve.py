@@ -34,7 +34,7 @@ from solvers.milp.starts import bound_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
-DEADLINE_MARGIN = 0.08  # share of the time limit kept free for the work in flight at the deadline
+DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
 MAX_ROUND_MOVES = 3_000  # booleans of one neighbourhood model (halved while building outgrows the slice)
@@ -84,11 +84,11 @@ def solve_milp(
             start[start >= 0], weights=instance.load[start >= 0], minlength=instance.n_nodes
         )
         baselines.place_unplaced(instance, start, node_load)
-    bound = lower_bound(instance)
+    bound = lower_bound(instance, started + 0.25 * (deadline - started))
     lower = bound.value
 
     def meets(value: float) -> bool:
-        return best is not None and best.key[0] <= value + OPTIMALITY_TOLERANCE
+        return best.key[0] <= value + OPTIMALITY_TOLERANCE
 
     def slice_end(share: float) -> float:
         now = time.perf_counter()
@@ -112,21 +112,23 @@ def solve_milp(
         ("flux start", paired),
         (
             "bound-built start",
-            lambda: LocalSearch(instance, bound_plan(instance, start, bound.threshold), start),
+            lambda: LocalSearch(
+                instance, bound_plan(instance, start, bound.threshold, slice_end(START_SHARE)), start
+            ),
         ),
         ("current plan", lambda: LocalSearch(instance, start, start)),
     ]
-    best: _Best | None = None
+    setup = time.perf_counter()
+    best = _Best(LocalSearch(instance, start, start), "current plan")  # the answer if time is out already
+    setup_s = (
+        time.perf_counter() - setup
+    )  # what one more search state costs (O(units)): no start that cannot pay it
     for name, make in starts:
-        if time.perf_counter() >= deadline or meets(lower):
+        if time.perf_counter() + 3 * setup_s >= deadline or meets(lower):
             break
         search = make()
         search.descend(slice_end(START_SHARE), DESCENT_STEPS)
-        if best is None:
-            best = _Best(search, f"{name} + descent")
-        else:
-            best.offer(search, f"{name} + descent")
-    assert best is not None
+        best.offer(search, f"{name} + descent")
 
     proven = meets(lower)
     rounds = 0
@@ -136,6 +138,7 @@ def solve_milp(
         n_active = int(instance.active.sum())
         n_movable = int(instance.movable.sum())
         rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
+        rounds_run.setup_s = setup_s
         rounds_run.run(started, time_limit_s, width, per_node, full=n_active * n_movable <= FULL_MODEL_MOVES)
         lower, rounding, rounds = rounds_run.lower, rounds_run.rounding, rounds_run.model_rounds
         proven = rounds_run.proven or meets(lower)
@@ -194,6 +197,7 @@ class _Rounds:
         self.model_rounds = self.perturbations = 0
         self.stop_reason = ""
         self.last_round_s = 0.0
+        self.setup_s = 0.0  # measured cost of a new search state
         self.round_moves = MAX_ROUND_MOVES
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
@@ -233,7 +237,7 @@ class _Rounds:
         inst, best = self.instance, self.best
         improved = False
         migrated = np.flatnonzero(best.search.migrated_mask())
-        if len(migrated):
+        if len(migrated) and time.perf_counter() + 3 * self.setup_s < self.deadline:
             size = max(1, round(rng.uniform(0.05, 0.3) * len(migrated)))
             trial = LocalSearch(inst, best.search.assignment, self.start)
             trial.send_home(rng.choice(migrated, size=size, replace=False))

@@ -10,6 +10,7 @@ when the bound is tight it is often the optimum itself, and the descent finishes
 from __future__ import annotations
 
 import heapq
+import time
 
 import numpy as np
 
@@ -17,9 +18,11 @@ from solvers.baselines import BudgetTracker
 from solvers.instance import AssignmentInstance, IntArray
 
 
-def bound_plan(instance: AssignmentInstance, start: IntArray, threshold: float) -> IntArray:
+def bound_plan(
+    instance: AssignmentInstance, start: IntArray, threshold: float, deadline: float = np.inf
+) -> IntArray:
     """`start`: every unit placed (the current plan with first placements done); the budget counts from
-    instance.current, as everywhere."""
+    instance.current, as everywhere. At `deadline` (time.perf_counter()) the plan built so far is returned."""
     inst = instance
     assignment = start.copy()
     capacity = inst.capacity
@@ -43,8 +46,8 @@ def bound_plan(instance: AssignmentInstance, start: IntArray, threshold: float) 
     cap = inst.utilization_cap()
     heap = [(float(util[n]), int(n)) for n in np.flatnonzero(inst.active)]
     heapq.heapify(heap)
-    for unit in shed.tolist():
-        if budget.exhausted:
+    for step, unit in enumerate(shed.tolist()):
+        if budget.exhausted or (step % 256 == 255 and time.perf_counter() > deadline):
             break
         source = int(assignment[unit])
         skipped = []
