@@ -139,8 +139,8 @@ def hot_unit_bound(instance: AssignmentInstance) -> float:
     return max(bound, 0.0)
 
 
-def _load_step(loads: FloatArray) -> float | None:
-    """The largest g with every load an integer multiple of g (within float noise), or None (no such step found:
+def common_step(loads: FloatArray) -> float | None:
+    """The largest g with every value an integer multiple of g (within float noise), or None (no such step found:
     loads are not multiples of a small fraction of the smallest positive load)."""
     positive = loads[loads > 0]
     if not len(positive):
@@ -168,7 +168,7 @@ def granularity_bound(instance: AssignmentInstance) -> float:
     placed = instance.current != UNPLACED
     if not len(capacity) or np.ptp(capacity) > 0 or instance.draining[instance.current[placed]].any():
         return 0.0
-    step = _load_step(instance.load)
+    step = common_step(instance.load)
     if step is None:
         return 0.0
     average = float(instance.load.sum()) / len(capacity) / step

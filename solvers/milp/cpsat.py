@@ -20,6 +20,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.instance import IntArray
+from solvers.milp.bounds import common_step
 from solvers.milp.model import BackendResult, MoveModel
 
 LIGHT_PRESOLVE_ABOVE = (
@@ -72,13 +73,23 @@ def solve_cpsat(
     if inst.max_migrations is not None:
         nonzero = np.flatnonzero(model.count_coef)
         cp.add(weighted(nonzero, model.count_coef[nonzero]) <= inst.max_migrations - model.count_base)
+    exact = True  # whether the model's feasible set is exactly the real one (else no proof, no bound)
     if inst.max_migration_cost is not None:
         nonzero = np.flatnonzero(model.cost_coef)
         if len(nonzero):
-            scale = 1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300)
-            # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the budget.
-            coefficients = np.ceil(model.cost_coef[nonzero] * scale).astype(np.int64)
-            room = math.floor((inst.max_migration_cost - model.cost_base) * scale)
+            room_real = inst.max_migration_cost - model.cost_base
+            step = common_step(np.abs(model.cost_coef[nonzero]))
+            if step is not None and float(np.abs(model.cost_coef[nonzero]).sum()) / step < 2**50:
+                # Costs are multiples of one step (integers, cents...): exact integers, the room rounded down once.
+                coefficients = np.rint(model.cost_coef[nonzero] / step).astype(np.int64)
+                room = math.floor(room_real / step * (1 + 1e-12) + 1e-9)
+            else:
+                # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the
+                # budget, but a plan that uses the budget exactly may be cut off, so nothing is proven.
+                scale = 1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300)
+                coefficients = np.ceil(model.cost_coef[nonzero] * scale).astype(np.int64)
+                room = math.floor(room_real * scale)
+                exact = False
             cp.add(weighted(nonzero, coefficients) <= room)
     # (3), (4), cap, resources: per neighbourhood node
     incoming = _grouped(model.move_to)
@@ -109,6 +120,7 @@ def solve_cpsat(
             ).astype(np.int64)
             room = min(math.floor(slack * rscale), int(coefficients[: len(ins)].sum()) + 1)
             cp.add(weighted(both, coefficients) <= room)
+            exact = False  # rounded on the safe side: it may cut off a plan that fills the room exactly
     # Lexicographic objective: d first, then du + dl (w1 >> w2 as in the paper, exactly: w1 > max(du + dl)).
     w1 = 2 * d_max + 1
     cp.minimize(w1 * d - du - dl)
@@ -151,4 +163,6 @@ def solve_cpsat(
     bound = float(solver.best_objective_bound)
     # objective = w1*d - (du+dl) with 0 <= du+dl <= 2*d_max < w1, so d >= bound / w1 (rounded up: d is integer).
     bound_d = max(0.0, math.ceil(bound / w1 - 1e-9) / scale - rounding)
+    if not exact:
+        return BackendResult(chosen, False, None, rounding)
     return BackendResult(chosen, status == cp_model.OPTIMAL, bound_d, rounding)

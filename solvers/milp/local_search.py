@@ -10,7 +10,7 @@ nodes at the current d (or d itself) goes down with every step. Steps, vectorise
   fit in SWAP_ELEMENTS pairs, the most opposite first);
 - a compound budget-neutral step: send one migrated unit home (refund) and make one of the best moves the budget
   did not allow.
-Moves come first; swaps and compound steps are tried only when no move helps (they cost more to evaluate).
+Moves come first, then compound steps, then swaps (in the order of their cost to evaluate).
 The descent stops when no step helps, at `max_steps`, or at the deadline.
 """
 
@@ -235,10 +235,10 @@ class LocalSearch:
             blocked = np.flatnonzero(improving & ~allowed)
             blocked = blocked[np.argsort(worst[blocked], kind="stable")[:COMPOUND_MOVES]]
             blocked_units, blocked_dests = units[blocked], dests[blocked]
+        if not candidates:  # compound steps are cheap to evaluate (few blocked moves x the migrations): first
+            candidates = self._compound_candidates(blocked_units, blocked_dests, d)
         if not candidates:
-            candidates = self._swap_candidates(node, over, d) + self._compound_candidates(
-                blocked_units, blocked_dests, d
-            )
+            candidates = self._swap_candidates(node, over, d)
         candidates.sort(key=lambda c: c[0])
         for _, steps in candidates[:RESOURCE_TRIES]:
             if self.resources.fits_steps(steps, assignment):

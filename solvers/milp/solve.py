@@ -248,7 +248,7 @@ class _Rounds:
         # A round costs its model building (Python, per boolean) on top of the solve: start one only when the
         # last one's whole duration still fits, and keep the model within what a round can build.
         round_started = time.perf_counter()
-        if round_started + max(0.01, 1.5 * self.last_round_s) < self.deadline:
+        if round_started + 1.5 * max(self.last_round_s, 2 * seconds) < self.deadline:
             extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
             nodes, units = choose_neighbourhood(
                 inst, best.search.assignment, self.start, width, per_node, rng, extra
