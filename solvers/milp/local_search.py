@@ -414,10 +414,14 @@ class LocalSearch:
         return [(float(worst[i]), [(int(r[i]), int(home[i])), (int(v[i]), int(to[i]))]) for i in best]
 
     # -- drivers -----------------------------------------------------------------------------------------------
-    def descend(self, deadline: float, max_steps: int) -> None:
+    def descend(self, deadline: float, max_steps: int) -> bool:
+        """Steps until none helps (True: a local optimum), or `max_steps` / the deadline (False)."""
         for _ in range(max_steps):
-            if time.perf_counter() > deadline or not self.step():
-                return
+            if time.perf_counter() > deadline:
+                return False
+            if not self.step():
+                return True
+        return False
 
     def send_home(self, units: IntArray) -> None:
         """Perturbation: send these migrated units back to their original nodes where that fits (cap, resources)."""

@@ -40,6 +40,7 @@ TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole tim
 MAX_ROUND_MOVES = 3_000  # booleans of one neighbourhood model (halved while building outgrows the slice)
 MIN_ROUND_MOVES = 200
 DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
+FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished descents are continued
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
@@ -123,11 +124,22 @@ def solve_milp(
     setup_s = (
         time.perf_counter() - setup
     )  # what one more search state costs (O(units)): no start that cannot pay it
+    unfinished: list[tuple[str, LocalSearch]] = []
     for name, make in starts:
         if time.perf_counter() + 3 * setup_s >= deadline or meets(lower):
             break
         search = make()
-        search.descend(slice_end(START_SHARE), DESCENT_STEPS)
+        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
+            unfinished.append((name, search))
+        best.offer(search, f"{name} + descent")
+    # Descents the time share cut short are finished in turn (the descent is what improves a start most), while
+    # FINISH_SHARE of the time is left for the rounds.
+    while unfinished and not meets(lower):
+        if deadline - time.perf_counter() < FINISH_SHARE * (deadline - started):
+            break
+        name, search = unfinished.pop(0)
+        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
+            unfinished.append((name, search))
         best.offer(search, f"{name} + descent")
 
     proven = meets(lower)
