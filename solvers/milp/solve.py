@@ -293,7 +293,7 @@ class _Rounds:
             model_slice = max(0.6, 0.3 * time_limit_s)
         else:
             model_slice = float(np.clip(0.05 * time_limit_s, 0.02, 0.25))
-        stall_rounds = 3 if full else STALL_ROUNDS
+        stall_rounds = 2 if full else STALL_ROUNDS
         since, found_at = 0, begun
         while True:
             now = time.perf_counter()
@@ -315,7 +315,7 @@ class _Rounds:
                 # Tiny models are proven by CP-SAT in one go (it restarts from scratch each slice); larger ones get
                 # doubling slices so that an unprovable model does not hold the call to its limit.
                 tiny = n_active * int(inst.movable.sum()) <= TINY_MODEL_MOVES
-                doubling = max(0.03, 0.1 * time_limit_s, now - started)
+                doubling = max(0.01, now - started)
                 slice_s = doubling if self.backend == "cp-sat" and not tiny else remaining
                 improved = self._full_round(min(remaining, slice_s))
             else:
