@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.milp_instances import madsen_cluster, to_request
 from solvers.baselines import flux, largest_load_first
@@ -145,3 +149,89 @@ def test_both_backends_through_the_service(client: TestClient, backend: str) -> 
     assert check_plan(body, plan) == []
     assert plan["after"]["load_distance"] <= plan["before"]["load_distance"]
     assert plan["migrations"] <= 6
+
+
+def test_a_node_resource_no_unit_uses_is_no_error() -> None:
+    """Issue 9: a capped resource that no unit uses made CP-SAT's scaled coefficients 1e306 (TypeError, a 500)."""
+    inst = instance(
+        [10.0, 7.0, 5.0, 3.0, 1.0, 2.0],
+        [0, 0, 0, 0, 1, 2],
+        [100.0, 100.0, 100.0],
+        usage=[[0.0]] * 6,
+        resource_capacity=[[10.0], [10.0], [10.0]],
+        max_migrations=2,
+    )
+    plan = solve_milp(inst, time_limit_s=1.0)
+    assert inst.load_distance(plan.assignment) < inst.load_distance(inst.current)
+    assert plan.status == "optimal"
+
+
+def test_a_tie_between_nodes_does_not_hang() -> None:
+    """Issue 9: 6 nodes, units of load 14 and 1 on n0 and 3 on n2, no budget: Flux traded a unit back and forth on
+    a floating-point tie forever, and the MILP polished Flux. The MILP's own starts and steps are capped."""
+    inst = instance([14.0, 1.0, 3.0], [0, 0, 2], [100.0] * 6)
+    plan = solve_milp(inst, time_limit_s=1.0)
+    assert inst.load_distance(plan.assignment) <= inst.load_distance(inst.current)
+    assert plan.lower_bound is not None and plan.lower_bound <= inst.load_distance(plan.assignment) + 1e-9
+
+
+def test_a_hot_unit_bound_proves_the_plan_at_once() -> None:
+    """Issue 10: one key group larger than a node's fair share; the plan that leaves it alone on a node is optimal,
+    and the hot-unit bound says so without a solver call (instead of reporting 'feasible' after the whole limit)."""
+    loads = [300.0] + [1.0] * 60
+    inst = instance(loads, [0] * 31 + [1] * 30, [100.0, 100.0, 100.0, 100.0], max_migrations=40)
+    plan = solve_milp(inst, time_limit_s=5.0)
+    assert plan.status == "optimal", plan.notes
+    assert any("no solver call" in note for note in plan.notes)
+    hot = 300.0 - inst.mean_utilization
+    assert inst.load_distance(plan.assignment) == pytest.approx(hot)
+
+
+def test_a_cost_budget_is_spent_on_cheap_state_per_load() -> None:
+    """The covering bound prices the excess in state: two overloaded nodes, one with cheap units; a budget that
+    covers only the cheap ones gives a bound above zero that a plan meets."""
+    inst = instance(
+        [10.0, 10.0, 10.0, 10.0, 0.0, 0.0],
+        [0, 0, 1, 1, 2, 2],
+        [100.0, 100.0, 100.0],
+        state=[1.0, 1.0, 50.0, 50.0, 1.0, 1.0],
+        max_migration_cost=2.0,
+    )
+    bound = load_distance_lower_bound(inst)
+    assert bound > 0.0
+    plan = solve_milp(inst, time_limit_s=2.0)
+    assert inst.within_budget(plan.assignment)
+    assert inst.load_distance(plan.assignment) >= bound - 1e-9
+    assert plan.status == "optimal"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    loads=st.lists(st.sampled_from([1.0, 3.0, 14.0, 0.45, 7.0, 0.0, 1e-9, 1e6]), min_size=1, max_size=14),
+    n_nodes=st.integers(2, 6),
+    homes=st.lists(st.integers(0, 5), min_size=14, max_size=14),
+    budget=st.sampled_from([None, 0, 1, 3, 50]),
+    draining=st.booleans(),
+)
+def test_terminates_with_a_valid_plan_on_tie_heavy_loads(
+    loads: list[float], n_nodes: int, homes: list[int], budget: int | None, draining: bool
+) -> None:
+    """Every loop of the MILP ends (strict progress or a cap) on integer, tied, tiny and huge loads, within its time
+    limit (with slack for a loaded machine), and the plan keeps every rule."""
+    current = [h % n_nodes for h in homes[: len(loads)]]
+    inst = instance(
+        loads,
+        current,
+        [100.0] * n_nodes,
+        draining=[draining and i == n_nodes - 1 for i in range(n_nodes)],
+        max_migrations=budget,
+    )
+    started = time.perf_counter()
+    plan = solve_milp(inst, time_limit_s=0.5)
+    assert time.perf_counter() - started < 0.5 + 2.0
+    assert inst.within_budget(plan.assignment)
+    arrived = (plan.assignment != inst.current) & inst.draining[plan.assignment]
+    assert not arrived.any()
+    d = inst.load_distance(plan.assignment)
+    assert d <= inst.load_distance(inst.current) + 1e-9
+    assert plan.lower_bound is not None and plan.lower_bound <= d + 1e-9

@@ -13,35 +13,49 @@ import pytest
 
 from schemas.assignment import AssignmentRequest
 from service.adapters import to_instance
-from solvers.instance import AssignmentInstance
+from solvers.errors import UnsolvableRequest
+from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import solve_milp
+from solvers.milp.bounds import load_distance_lower_bound
 
 # CP-SAT solves on utilizations scaled to 1e-4 points (solvers/milp/cpsat.py); its proof holds up to that rounding.
 TOL = 5e-3
+INSTANCES = 240  # about a minute on a loaded 2-core machine
 
 
-def brute_force_optimum(instance: AssignmentInstance) -> tuple[float, float]:
-    """(optimal load distance, load distance of the current assignment) over all assignments the MILP may choose."""
+def brute_force(instance: AssignmentInstance) -> tuple[float, np.ndarray]:
+    """(optimal load distance, an optimal assignment) over every assignment the MILP may choose: pinned units stay,
+    nothing arrives on a draining node (staying there is fine: a unit may also go back to its draining node), the
+    budget counts units that leave their node (placing a unit without a node is free), and no node that receives
+    a unit ends above the utilization cap."""
     n, u = instance.n_nodes, instance.n_units
     grid = np.array(list(itertools.product(range(n), repeat=u)), dtype=np.int64)  # (n^u, u)
     current = instance.current
-    moved = grid != current
-    ok = ~(moved & instance.pinned).any(axis=1)
-    ok &= ~(moved & instance.draining[grid]).any(axis=1)
+    changed = grid != current
+    migrated = changed & (current >= 0)
+    ok = ~(changed & instance.pinned).any(axis=1)
+    ok &= ~(changed & instance.draining[grid]).any(axis=1)
     if instance.max_migrations is not None:
-        ok &= moved.sum(axis=1) <= instance.max_migrations
+        ok &= migrated.sum(axis=1) <= instance.max_migrations
     if instance.max_migration_cost is not None:
-        ok &= (moved * instance.state_size).sum(axis=1) <= instance.max_migration_cost * (1 + 1e-12)
+        ok &= (migrated * instance.state_size).sum(axis=1) <= instance.max_migration_cost * (1 + 1e-12)
     load = np.zeros((len(grid), n))
     np.add.at(load, (np.arange(len(grid))[:, None], grid), instance.load)
     util = 100.0 * load / instance.capacity
     receives = np.zeros((len(grid), n), dtype=bool)
-    rows, cols = np.nonzero(moved)
+    rows, cols = np.nonzero(changed)
     receives[rows, grid[rows, cols]] = True
-    ok &= ~(receives & (util > instance.utilization_cap())).any(axis=1)
-    distance = np.abs(util[:, instance.active] - instance.mean_utilization).max(axis=1)
-    assert ok.any()  # the current assignment is always allowed
-    return float(distance[ok].min()), instance.load_distance(current)
+    ok &= ~(receives & (util > instance.utilization_cap() * (1 + 1e-12))).any(axis=1)
+    distance = np.where(ok, np.abs(util[:, instance.active] - instance.mean_utilization).max(axis=1), np.inf)
+    best = int(np.argmin(distance))
+    return float(distance[best]), grid[best]
+
+
+def brute_force_optimum(instance: AssignmentInstance) -> tuple[float, float]:
+    """(optimal load distance, load distance of the current assignment)."""
+    optimum, _ = brute_force(instance)
+    assert np.isfinite(optimum)  # the current assignment is always allowed
+    return optimum, instance.load_distance(instance.current)
 
 
 def tiny_snapshot(
@@ -135,3 +149,104 @@ def test_milp_proves_the_optimum_with_a_draining_node() -> None:
     plan = solve_milp(instance, time_limit_s=2.0)
     assert instance.load_distance(plan.assignment) <= optimum + TOL
     assert plan.status == "optimal", plan.notes
+
+
+def random_instance(seed: int) -> AssignmentInstance:
+    """3-5 nodes x 4-6 units: draining nodes, pins, units without a node, mixed capacities, integer (tie-heavy) or
+    real loads, and no budget, a migration count or a cost budget."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 6))
+    u = int(rng.integers(4, 7 if n <= 4 else 6))
+    capacity = rng.choice([100.0, 100.0, 200.0, 400.0], size=n) if rng.random() < 0.4 else np.full(n, 100.0)
+    draining = np.zeros(n, dtype=bool)
+    if rng.random() < 0.5:
+        draining[rng.choice(n, size=int(rng.integers(1, n - 1)), replace=False)] = True
+    if rng.random() < 0.5:
+        loads = rng.integers(1, 30, size=u).astype(float)
+    else:
+        loads = np.round(rng.uniform(0.5, 40.0, size=u), 3)
+    if rng.random() < 0.1:
+        loads[0] = float(loads.sum())  # a hot unit
+    current = rng.integers(0, n, size=u)
+    if rng.random() < 0.3:
+        current[rng.random(u) < 0.3] = UNPLACED
+    pinned = (rng.random(u) < 0.15) & (current >= 0)
+    state = rng.integers(1, 6, size=u).astype(float)
+    kind = rng.integers(0, 3)
+    return AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(n)),
+        capacity=capacity,
+        draining=draining,
+        unit_ids=tuple(f"u{k}" for k in range(u)),
+        current=current.astype(np.int64),
+        series=loads[:, None],
+        state_size=state,
+        pinned=pinned,
+        max_migrations=int(rng.integers(0, 4)) if kind == 1 else None,
+        max_migration_cost=float(rng.integers(1, 10)) if kind == 2 else None,
+    )
+
+
+def test_every_optimal_is_optimal_and_every_bound_valid_on_hundreds_of_instances() -> None:
+    """Against enumeration: draining nodes (units may stay or go back there), cost budgets, pins, first placements.
+    These are small enough for the full model, so every answer must also be the optimum and say so."""
+    checked = 0
+    for seed in range(INSTANCES):
+        instance = random_instance(seed)
+        optimum, _ = brute_force(instance)
+        if not np.isfinite(optimum):  # a unit without a node fits nowhere under the cap: the 422 case
+            with pytest.raises(UnsolvableRequest):
+                solve_milp(instance, time_limit_s=2.0)
+            continue
+        plan = solve_milp(instance, time_limit_s=2.0)
+        distance = instance.load_distance(plan.assignment)
+        assert instance.within_budget(plan.assignment), seed
+        assert not (plan.assignment[instance.pinned] != instance.current[instance.pinned]).any(), seed
+        arrived = (plan.assignment != instance.current) & instance.draining[plan.assignment]
+        assert not arrived.any(), seed
+        assert distance >= optimum - 1e-9, (seed, "beat the enumeration: a constraint is broken")
+        assert load_distance_lower_bound(instance) <= optimum + 1e-9, (
+            seed,
+            "the combinatorial bound is wrong",
+        )
+        assert plan.lower_bound is not None and plan.lower_bound <= optimum + TOL, (
+            seed,
+            plan.lower_bound,
+            optimum,
+        )
+        if plan.status == "optimal":
+            assert distance <= optimum + TOL, (seed, distance, optimum, plan.notes)
+        assert distance <= optimum + TOL, (
+            seed,
+            "missed the optimum of a full model",
+            distance,
+            optimum,
+            plan.notes,
+        )
+        checked += 1
+    assert checked >= 0.9 * INSTANCES
+
+
+def test_a_unit_may_stay_on_its_draining_node_and_the_proof_knows_it() -> None:
+    """Issue 10: 5 nodes, one draining, 4 migrations. Emptying the draining node costs moves that balance better;
+    the old model could not send a unit back to its draining node, so its 'complete' model was not the whole
+    problem and it proved 3.75 optimal. The optimum is 3.25."""
+    draining = np.zeros(5, dtype=bool)
+    draining[4] = True
+    instance = AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(5)),
+        capacity=np.full(5, 100.0),
+        draining=draining,
+        unit_ids=tuple(f"u{k}" for k in range(7)),
+        current=np.array([2, 3, 2, 4, 3, 0, 0]),
+        series=np.array([7.0, 18.0, 24.0, 8.0, 10.0, 25.0, 17.0])[:, None],
+        state_size=np.ones(7),
+        pinned=np.zeros(7, dtype=bool),
+        max_migrations=4,
+    )
+    optimum, _ = brute_force(instance)
+    assert optimum == pytest.approx(3.25)
+    plan = solve_milp(instance, time_limit_s=2.0)
+    assert instance.load_distance(plan.assignment) == pytest.approx(3.25, abs=TOL)
+    assert plan.status == "optimal"
+    assert plan.lower_bound is not None and plan.lower_bound <= 3.25 + TOL

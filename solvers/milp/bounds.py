@@ -1,118 +1,280 @@
 """A proven lower bound on the load distance reachable within the budget, without any solver.
 
-Within the budget at most `movable_load` of load can change nodes: the sum of the K largest movable loads for
-max_migrations = K, the fractional-knapsack optimum (load as value, state_size as weight) for max_migration_cost,
-plus all load of units that have no node yet (placing them is free). For a target distance t, staying nodes above
-mean + t must shed their excess and nodes below mean - t must receive their deficit; each unit of moved load fills at
-most one node's need, so  excess(t) <= movable_load  and  deficit(t) <= movable_load  are necessary. Both sides
-shrink as t grows, so the smallest feasible t is found by bisection; each node also gives
-t >= util - mean - (what it alone can shed), and t >= mean - util - (what it alone can receive).
+Three necessary conditions on every plan, each a bound on d (the load distance):
 
-With max_migrations = K there is a stronger, counting version: a node above mean + t needs at least as many
-migrations as the fewest of its own movable units whose loads cover its excess, and the nodes' needs add up (a
-migration leaves one node); a node below mean - t needs at least the fewest of the largest movable units anywhere
-that cover its deficit (a migration enters one node). Both sums must be at most K. Units without a node are placed
-for free, so the deficit count is skipped when there are any.
+1. Moved load (bisection on a target distance t). Within the budget at most `movable_load` of load can change nodes:
+   the sum of the K largest movable loads for max_migrations = K, the fractional-knapsack optimum (load as value,
+   state_size as weight) for max_migration_cost, plus all load of units that have no node yet (placing them is free).
+   Staying nodes above mean + t must shed their excess and nodes below mean - t must receive their deficit; each unit
+   of moved load fills at most one node's need, so  excess(t) <= movable_load  and  deficit(t) <= movable_load.
+2. Counting and covering (same bisection). With max_migrations = K, a node above mean + t needs at least as many
+   migrations as the fewest of its own movable units whose loads cover its excess, and the needs add up (a migration
+   leaves one node); a node below mean - t needs at least the fewest of the largest movable units anywhere that cover
+   its deficit (a migration enters one node). Both sums must be at most K. With max_migration_cost the same holds
+   with costs: each node's excess (deficit) needs at least its fractional min-cost cover (own units, resp. any movable
+   unit, cheapest state per load first), and those covers add up to at most the cost budget. Units without a node
+   are placed for free, so the deficit side is skipped when there are any.
+   Every test shrinks as t grows, so the smallest feasible t is found by bisection; the infeasible end is the bound
+   and the feasible end is the `threshold` the bound-built start aims at (solvers.milp.starts).
+3. Hot units (no bisection, no budget): a unit of load L that ends on a staying node makes that node at least
+   100 L / (largest staying capacity) utilized; among the n + 1 largest units that must end on the n staying nodes,
+   two share a node. A unit on a draining node may stay there instead, which leaves its load missing from the staying
+   nodes: some staying node then sits at least 100 L / (staying capacity) below the mean. Pinned units stay, so a
+   staying node's pinned load is a floor for its utilization.
+Each node alone also gives t >= util - mean - (what it alone can shed), and t >= mean - util - (what it can receive).
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
 
-from solvers.instance import UNPLACED, AssignmentInstance, FloatArray
+from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
+
+RELATIVE_TOLERANCE = 1e-12  # floating-point slack on sums compared with budgets
 
 
-def _movable_load(instance: AssignmentInstance, loads: FloatArray, costs: FloatArray) -> float:
-    k = instance.max_migrations
-    cost_limit = instance.max_migration_cost
-    if k is None and cost_limit is None:
-        return float(loads.sum())
-    best = np.inf
-    if k is not None:
-        best = float(np.sort(loads)[::-1][:k].sum())
-    if cost_limit is not None:
-        free = costs <= 0
-        value = float(loads[free].sum())
-        paid = np.flatnonzero(~free)
-        order = paid[np.argsort(-(loads[paid] / costs[paid]), kind="stable")]
-        room = cost_limit
-        for unit in order:
-            if costs[unit] <= room:
-                value += loads[unit]
-                room -= costs[unit]
-            else:
-                value += loads[unit] * room / costs[unit]
-                break
-        best = min(best, value)
-    return float(best)
+@dataclass(frozen=True)
+class LowerBound:
+    value: float  # every plan within the budget has a load distance of at least this (points)
+    threshold: float  # the smallest distance the bisection's tests could not rule out (>= value)
 
 
-def load_distance_lower_bound(instance: AssignmentInstance) -> float:
+def _segments(nodes: IntArray, key: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Order of the items sorted by node, then by `key` ascending; and for each position in that order, the items
+    before it on the same node (its rank)."""
+    order = np.lexsort((key, nodes))
+    sorted_nodes = nodes[order]
+    first = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    return order, (np.arange(len(order)) - first).astype(np.float64)
+
+
+def _segment_exclusive_prefix(sorted_nodes: IntArray, values: FloatArray) -> FloatArray:
+    """Sum of the values before each position on the same node (values already in segment order)."""
+    total = np.cumsum(values) - values
+    first = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    return np.asarray(total - total[first] + 0.0, dtype=np.float64)
+
+
+def _knapsack_load(
+    instance: AssignmentInstance, nodes: IntArray, loads: FloatArray, costs: FloatArray, n_nodes: int
+) -> FloatArray:
+    """Per node: the most load its own units (`nodes`, `loads`, `costs`) can move within the budget (the K largest
+    for max_migrations = K, the fractional knapsack for max_migration_cost; the smaller of both when both are set)."""
+    total = np.bincount(nodes, weights=loads, minlength=n_nodes)
+    best = total.copy()
+    if instance.max_migrations is not None:
+        order, rank = _segments(nodes, -loads)
+        kept = rank < instance.max_migrations
+        best = np.minimum(
+            best, np.bincount(nodes[order][kept], weights=loads[order][kept], minlength=n_nodes)
+        )
+    if instance.max_migration_cost is not None:
+        ratio = np.where(costs > 0, loads / np.where(costs > 0, costs, 1.0), np.inf)
+        order, _ = _segments(nodes, -ratio)
+        sorted_nodes, c, lo = nodes[order], costs[order], loads[order]
+        spent_before = _segment_exclusive_prefix(sorted_nodes, c)
+        room = instance.max_migration_cost - spent_before
+        share = np.where(c > 0, np.clip(room / np.where(c > 0, c, 1.0), 0.0, 1.0), 1.0)
+        best = np.minimum(best, np.bincount(sorted_nodes, weights=lo * share, minlength=n_nodes))
+    return np.asarray(best, dtype=np.float64)
+
+
+class _CostCover:
+    """Fractional min-cost cover of an amount of load by a pool of units (cheapest state per load first): a lower
+    bound on the state cost of any set of those units whose loads add up to the amount."""
+
+    def __init__(self, loads: FloatArray, costs: FloatArray) -> None:
+        keep = loads > 0
+        loads, costs = loads[keep], costs[keep]
+        order = np.argsort(costs / loads, kind="stable")
+        self.load_prefix = np.concatenate([[0.0], np.cumsum(loads[order])])
+        self.cost_prefix = np.concatenate([[0.0], np.cumsum(costs[order])])
+        self.ratio = np.concatenate([costs[order] / loads[order], [np.inf]])
+
+    def cost(self, amounts: FloatArray) -> float:
+        """Sum of the covers of each amount (each covered on its own, from the whole pool)."""
+        amounts = amounts[amounts > 0]
+        if not len(amounts):
+            return 0.0
+        if amounts.max() > self.load_prefix[-1] * (1 + RELATIVE_TOLERANCE):
+            return np.inf
+        k = np.clip(np.searchsorted(self.load_prefix, amounts, side="left") - 1, 0, len(self.ratio) - 2)
+        return float(np.sum(self.cost_prefix[k] + (amounts - self.load_prefix[k]) * self.ratio[k]))
+
+
+def hot_unit_bound(instance: AssignmentInstance) -> float:
+    """Condition 3 of the module docstring (valid for every plan, whatever the budget)."""
+    active = instance.active
+    if not active.any() or instance.n_units == 0:
+        return 0.0
+    mean = instance.mean_utilization
+    c_max = float(instance.capacity[active].max())
+    c_staying = float(instance.capacity[active].sum())
+    load = instance.load
+    placed = instance.current != UNPLACED
+    on_draining = np.zeros(instance.n_units, dtype=bool)
+    on_draining[placed] = instance.draining[instance.current[placed]]
+    bound = 0.0
+    # Units that must end on a staying node: not on a draining node now (pinned units there stay there).
+    must = np.sort(load[~on_draining])[::-1]
+    if len(must):
+        bound = max(bound, 100.0 * float(must[0]) / c_max - mean)
+    n_active = int(active.sum())
+    if len(must) > n_active:
+        bound = max(bound, 100.0 * float(must[n_active - 1] + must[n_active]) / c_max - mean)
+    # A movable unit on a draining node: on a staying node as above, or left behind (staying nodes short of it).
+    free_draining = on_draining & instance.movable
+    if free_draining.any():
+        hot = float(load[free_draining].max())
+        bound = max(bound, min(100.0 * hot / c_max - mean, 100.0 * hot / c_staying))
+    pinned = instance.pinned & placed
+    if pinned.any():
+        # Pinned load on a staying node stays there; pinned load on a draining node never reaches the staying ones.
+        pinned_load = np.bincount(instance.current[pinned], weights=load[pinned], minlength=instance.n_nodes)
+        bound = max(bound, float(np.max(100.0 * pinned_load[active] / instance.capacity[active])) - mean)
+        bound = max(bound, 100.0 * float(pinned_load[instance.draining].sum()) / c_staying)
+    return max(bound, 0.0)
+
+
+def common_step(loads: FloatArray) -> float | None:
+    """The largest g with every value an integer multiple of g (within float noise), or None (no such step found:
+    loads are not multiples of a small fraction of the smallest positive load)."""
+    positive = loads[loads > 0]
+    if not len(positive):
+        return None
+    smallest = float(positive.min())
+    sample = positive[:: max(1, len(positive) // 512)]
+    for parts in range(1, 13):
+        step = smallest / parts
+        trial = sample / step
+        if np.any(np.abs(trial - np.rint(trial)) > 1e-9 * np.maximum(1.0, np.rint(trial))):
+            continue  # a cheap look at a sample first: real-valued loads fail here
+        multiples = loads / step
+        rounded = np.rint(multiples)
+        if np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded)) and rounded.max() < 2**53:
+            return step * float(np.gcd.reduce(rounded.astype(np.int64)))
+    return None
+
+
+def granularity_bound(instance: AssignmentInstance) -> float:
+    """Equal staying capacities, loads all multiples of a step g, nothing on draining nodes: every staying node
+    carries a multiple of g, so unless the average is one, some node is at or above the next multiple and some node
+    at or below the previous one."""
+    active = instance.active
+    capacity = instance.capacity[active]
+    placed = instance.current != UNPLACED
+    if not len(capacity) or np.ptp(capacity) > 0 or instance.draining[instance.current[placed]].any():
+        return 0.0
+    step = common_step(instance.load)
+    if step is None:
+        return 0.0
+    average = float(instance.load.sum()) / len(capacity) / step
+    below, above = np.floor(average + 1e-9), np.ceil(average - 1e-9)
+    if above <= below:
+        return 0.0
+    gap = (
+        min(above - average, average - below) if len(capacity) == 1 else max(above - average, average - below)
+    )
+    return max(0.0, 100.0 * (gap * step) / float(capacity[0]) * (1 - 1e-9))
+
+
+def lower_bound(instance: AssignmentInstance, deadline: float = np.inf) -> LowerBound:
+    """At `deadline` (time.perf_counter()) the bisection stops: its lower end is a valid bound at every step."""
+    n_nodes = instance.n_nodes
     placed = instance.current != UNPLACED
     movable = instance.movable & placed
     free_load = float(instance.load[~placed].sum())
-    moved_max = _movable_load(instance, instance.load[movable], instance.state_size[movable]) + free_load
-    node_load = np.bincount(
-        instance.current[placed], weights=instance.load[placed], minlength=instance.n_nodes
+    mov_units = np.flatnonzero(movable)
+    mov_nodes = instance.current[mov_units]
+    mov_load = instance.load[mov_units]
+    mov_cost = instance.state_size[mov_units]
+    moved_max = (
+        float(_knapsack_load(instance, np.zeros_like(mov_nodes), mov_load, mov_cost, 1)[0]) + free_load
     )
+    node_load = np.bincount(instance.current[placed], weights=instance.load[placed], minlength=n_nodes)
     active = instance.active
     capacity = instance.capacity[active]
     util = 100.0 * node_load[active] / capacity
     mean = instance.mean_utilization
     # Per node: what it alone can shed (its own movable load within the budget) or receive.
-    shed = np.zeros(instance.n_nodes)
-    for node in np.flatnonzero(active):
-        own = movable & (instance.current == node)
-        shed[node] = _movable_load(instance, instance.load[own], instance.state_size[own])
+    shed = _knapsack_load(instance, mov_nodes, mov_load, mov_cost, n_nodes)
     per_node = max(
         float(np.max(util - mean - 100.0 * shed[active] / capacity)),
         float(np.max(mean - util - 100.0 * moved_max / capacity)),
         0.0,
     )
+    static = max(per_node, hot_unit_bound(instance), granularity_bound(instance))
 
-    active_nodes = np.flatnonzero(active)
     count_limit = instance.max_migrations
-    own_prefix: dict[int, np.ndarray] = {}
-    if count_limit is not None:
-        for node in active_nodes:
-            own = instance.load[movable & (instance.current == node)]
-            own_prefix[int(node)] = np.cumsum(np.sort(own)[::-1])
-        global_prefix = np.cumsum(np.sort(instance.load[movable])[::-1])
+    cost_limit = instance.max_migration_cost
+    position = np.full(n_nodes, -1, dtype=np.int64)
+    position[np.flatnonzero(active)] = np.arange(int(active.sum()))
+    # Own units of each staying node, largest first (counting) and cheapest per load first (covering).
+    on_staying = active[mov_nodes]
+    own_nodes, own_load, own_cost = (
+        position[mov_nodes[on_staying]],
+        mov_load[on_staying],
+        mov_cost[on_staying],
+    )
+    n_active = int(active.sum())
+    own_total = np.bincount(own_nodes, weights=own_load, minlength=n_active)
+    by_size = _segments(own_nodes, -own_load)[0] if count_limit is not None else np.zeros(0, dtype=np.int64)
+    size_nodes = own_nodes[by_size]
+    size_before = _segment_exclusive_prefix(size_nodes, own_load[by_size])
+    cover_ratio = (
+        own_cost / np.maximum(own_load, 1e-300) if cost_limit is not None else np.zeros(len(own_load))
+    )
+    by_ratio = _segments(own_nodes, cover_ratio)[0] if cost_limit is not None else np.zeros(0, dtype=np.int64)
+    ratio_nodes, ratio_load, ratio_cost = own_nodes[by_ratio], own_load[by_ratio], own_cost[by_ratio]
+    ratio_before = _segment_exclusive_prefix(ratio_nodes, ratio_load)
+    global_prefix = np.cumsum(np.sort(mov_load)[::-1])
+    global_cover = _CostCover(mov_load, mov_cost) if cost_limit is not None else None
     tolerance = 1e-9
 
-    def needed(prefix: np.ndarray, amount: float) -> float:
-        """Fewest largest pieces whose sum covers `amount` (inf when even all of them do not)."""
-        if amount <= tolerance:
-            return 0.0
-        k = int(np.searchsorted(prefix, amount * (1 - 1e-12), side="left"))
-        return float(k + 1) if k < len(prefix) else np.inf
-
     def feasible(t: float) -> bool:
-        excess_each = np.maximum(0.0, util - mean - t) * capacity / 100.0
-        deficit_each = np.maximum(0.0, mean - t - util) * capacity / 100.0
-        if excess_each.sum() > moved_max * (1 + 1e-12) or deficit_each.sum() > moved_max * (1 + 1e-12):
+        excess = np.maximum(0.0, util - mean - t) * capacity / 100.0
+        deficit = np.maximum(0.0, mean - t - util) * capacity / 100.0
+        limit = moved_max * (1 + RELATIVE_TOLERANCE)
+        if excess.sum() > limit or deficit.sum() > limit:
             return False
-        if count_limit is None:
-            return True
-        out_needed = sum(
-            needed(own_prefix[int(node)], float(e))
-            for node, e in zip(active_nodes, excess_each, strict=True)
-            if e > 0
-        )
-        if out_needed > count_limit:
+        need = np.where(excess > tolerance, excess * (1 - RELATIVE_TOLERANCE), 0.0)
+        if (need > own_total * (1 + RELATIVE_TOLERANCE) + tolerance).any():
             return False
-        if free_load > 0:
-            return True
-        in_needed = sum(needed(global_prefix, float(f)) for f in deficit_each if f > 0)
-        return in_needed <= count_limit
+        under = deficit[deficit > tolerance] * (1 - RELATIVE_TOLERANCE)
+        if count_limit is not None:
+            # A unit is needed when the larger units before it on its node do not cover the node's need yet.
+            out_count = int(np.count_nonzero(size_before < need[size_nodes]))
+            if out_count > count_limit:
+                return False
+            if free_load <= 0 and len(under):
+                k = np.searchsorted(global_prefix, under, side="left")
+                if (k >= len(global_prefix)).any() or int((k + 1).sum()) > count_limit:
+                    return False
+        if cost_limit is not None:
+            room = cost_limit * (1 + RELATIVE_TOLERANCE) + tolerance
+            share = np.clip((need[ratio_nodes] - ratio_before) / np.maximum(ratio_load, 1e-300), 0.0, 1.0)
+            if float(np.sum(ratio_cost * share)) > room:
+                return False
+            if free_load <= 0 and global_cover is not None and global_cover.cost(under) > room:
+                return False
+        return True
 
     lo, hi = 0.0, float(np.max(np.abs(util - mean)))
     if feasible(lo):
-        return per_node
-    for _ in range(60):
+        return LowerBound(static, max(static, lo))
+    for _ in range(50):
+        if time.perf_counter() > deadline:
+            break
         mid = 0.5 * (lo + hi)
         if feasible(mid):
             hi = mid
         else:
             lo = mid
-    return max(per_node, lo)
+    return LowerBound(max(static, lo), max(static, hi))
+
+
+def load_distance_lower_bound(instance: AssignmentInstance) -> float:
+    return lower_bound(instance).value

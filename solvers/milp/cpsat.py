@@ -20,8 +20,12 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.instance import IntArray
+from solvers.milp.bounds import common_step
 from solvers.milp.model import BackendResult, MoveModel
 
+LIGHT_PRESOLVE_ABOVE = (
+    1_000  # booleans: small models get CP-SAT's full presolve and probing (proofs need them)
+)
 INTEGER_RANGE = 2**30  # the model's largest integer quantity; w1 * d stays below 2^62
 
 
@@ -69,13 +73,23 @@ def solve_cpsat(
     if inst.max_migrations is not None:
         nonzero = np.flatnonzero(model.count_coef)
         cp.add(weighted(nonzero, model.count_coef[nonzero]) <= inst.max_migrations - model.count_base)
+    exact = True  # whether the model's feasible set is exactly the real one (else no proof, no bound)
     if inst.max_migration_cost is not None:
         nonzero = np.flatnonzero(model.cost_coef)
         if len(nonzero):
-            scale = 1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300)
-            # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the budget.
-            coefficients = np.ceil(model.cost_coef[nonzero] * scale).astype(np.int64)
-            room = math.floor((inst.max_migration_cost - model.cost_base) * scale)
+            room_real = inst.max_migration_cost - model.cost_base
+            step = common_step(np.abs(model.cost_coef[nonzero]))
+            if step is not None and float(np.abs(model.cost_coef[nonzero]).sum()) / step < 2**50:
+                # Costs are multiples of one step (integers, cents...): exact integers, the room rounded down once.
+                coefficients = np.rint(model.cost_coef[nonzero] / step).astype(np.int64)
+                room = math.floor(room_real / step * (1 + 1e-12) + 1e-9)
+            else:
+                # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the
+                # budget, but a plan that uses the budget exactly may be cut off, so nothing is proven.
+                scale = 1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300)
+                coefficients = np.ceil(model.cost_coef[nonzero] * scale).astype(np.int64)
+                room = math.floor(room_real * scale)
+                exact = False
             cp.add(weighted(nonzero, coefficients) <= room)
     # (3), (4), cap, resources: per neighbourhood node
     incoming = _grouped(model.move_to)
@@ -93,16 +107,20 @@ def solve_cpsat(
             cp.add(util <= mean_i + d - du)  # (3)
             cp.add(util >= mean_i - d + dl)  # (4)
         for r in range(model.resource_slack.shape[1]):
-            if len(ins) and math.isfinite(model.resource_slack[node, r]):
-                use = inst.resource_usage[:, r]
-                rscale = 1e6 / max(float(use.sum()), 1e-300)
-                coefficients = np.concatenate(
-                    [
-                        np.ceil(use[model.move_unit[ins]] * rscale),
-                        -np.floor(use[model.move_unit[outs]] * rscale),
-                    ]
-                ).astype(np.int64)
-                cp.add(weighted(both, coefficients) <= math.floor(model.resource_slack[node, r] * rscale))
+            incoming_use = inst.resource_usage[model.move_unit[ins], r]
+            slack = model.resource_slack[node, r]
+            # Nothing that may arrive uses the resource (or it is uncapped): no constraint. Scaling by the usage of
+            # the units themselves keeps the integers small (a resource no unit uses gave 1e306 and a TypeError).
+            if not len(ins) or not math.isfinite(slack) or incoming_use.sum() <= 0:
+                continue
+            use = inst.resource_usage[:, r]
+            rscale = 1e6 / float(use.sum())
+            coefficients = np.concatenate(
+                [np.ceil(incoming_use * rscale), -np.floor(use[model.move_unit[outs]] * rscale)]
+            ).astype(np.int64)
+            room = min(math.floor(slack * rscale), int(coefficients[: len(ins)].sum()) + 1)
+            cp.add(weighted(both, coefficients) <= room)
+            exact = False  # rounded on the safe side: it may cut off a plan that fills the room exactly
     # Lexicographic objective: d first, then du + dl (w1 >> w2 as in the paper, exactly: w1 > max(du + dl)).
     w1 = 2 * d_max + 1
     cp.minimize(w1 * d - du - dl)
@@ -123,17 +141,21 @@ def solve_cpsat(
     params.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
     params.num_workers = workers
     params.relative_gap_limit = relative_gap
+    # The proof that matters is on d: once the objective's gap is below w1, d is proven (du + dl, the tie-break,
+    # is worth less than one step of d), so CP-SAT need not prove the tie-break too.
+    params.absolute_gap_limit = float(w1)
     params.random_seed = seed
     params.log_search_progress = False
     # Light presolve: on these models full presolve (probing, big linear overlap detection) takes longer than the
     # whole search we can afford per round (measured: no first solution within 1 s on 7,600 booleans by default,
     # the hint's quality within 0.3 s with these settings).
-    params.cp_model_probing_level = 0
-    params.symmetry_level = 0
-    params.max_presolve_iterations = 1
-    params.find_big_linear_overlap = False
+    if n_moves > LIGHT_PRESOLVE_ABOVE:
+        params.cp_model_probing_level = 0
+        params.symmetry_level = 0
+        params.max_presolve_iterations = 1
+        params.find_big_linear_overlap = False
     status = solver.solve(cp)
-    rounding = max_terms * 0.5 / scale
+    rounding = (max_terms * 0.5 + 1.0) / scale  # scaling per node, plus the one step of d the gap leaves
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return BackendResult(None, False, None, rounding)
     solution = np.asarray(solver.response_proto.solution, dtype=np.int64)
@@ -141,4 +163,6 @@ def solve_cpsat(
     bound = float(solver.best_objective_bound)
     # objective = w1*d - (du+dl) with 0 <= du+dl <= 2*d_max < w1, so d >= bound / w1 (rounded up: d is integer).
     bound_d = max(0.0, math.ceil(bound / w1 - 1e-9) / scale - rounding)
+    if not exact:
+        return BackendResult(chosen, False, None, rounding)
     return BackendResult(chosen, status == cp_model.OPTIMAL, bound_d, rounding)

@@ -1,11 +1,17 @@
-"""Budget-aware descent on the MILP objective: single moves and pairwise swaps that lower the worst node.
+"""Budget-aware local search on the MILP objective: a descent whose steps work inside a spent budget, and a
+perturbation that sends migrations home.
 
-Used twice by the MILP: on the best heuristic plan (a strong hint and floor before CP-SAT) and on the solver's plan
-(polish when the time limit stopped the search). Each step takes the node that sets the load distance d and picks,
-vectorised over its units and the other staying nodes, the move (or swap with one of the most opposite nodes) that
-brings both nodes involved furthest below d while the budget still holds. Moving a unit back to its original node
-refunds its migration; moving an already moved unit again costs nothing more. The objective never rises, and each
-accepted step lowers the deviation of the worst node strictly, so the loop ends.
+Every step starts at the node that sets the load distance d (the worst staying node) and is evaluated exactly on
+the nodes it touches; it is taken only if every touched staying node ends below d - TOLERANCE, so the number of
+nodes at the current d (or d itself) goes down with every step. Steps, vectorised:
+- a move of one unit off the worst node to any staying node (or, when it is underloaded, of any unit onto it);
+  a unit may always go back to its original node, a draining one included: that is a refund, not a migration;
+- a swap of a unit of the worst node with a unit of any node on the other side of the mean (all of them, as many as
+  fit in SWAP_ELEMENTS pairs, the most opposite first);
+- a compound budget-neutral step: send one migrated unit home (refund) and make one of the best moves the budget
+  did not allow.
+Moves come first, then compound steps, then swaps (in the order of their cost to evaluate).
+The descent stops when no step helps, at `max_steps`, or at the deadline.
 """
 
 from __future__ import annotations
@@ -15,9 +21,418 @@ import time
 import numpy as np
 
 from solvers.baselines import BudgetTracker
-from solvers.instance import AssignmentInstance, IntArray
+from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
 
-SWAP_PARTNERS = 8  # opposite nodes tried for swaps per step
+TOLERANCE = 1e-9  # points: a step must lower every touched node below d by more than this
+SWAP_ELEMENTS = 40_000
+MIGRATION_NODES = 256  # nodes of migrated units tried as partners of compound steps
+SHAVE_BATCH = 64  # largest-load-first moves made at once on large clusters (at most an eighth of the nodes)
+NEAR_NODES = 64  # destinations (sources) of single moves: the least (most) utilized nodes, besides refunds  # pairs evaluated per swap step
+COMPOUND_MOVES = 48  # budget-blocked moves tried with every possible refund
+RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
+
+
+class LocalSearch:
+    """The mutable state of a plan under search: assignment, node utilizations, budget used."""
+
+    def __init__(self, instance: AssignmentInstance, assignment: IntArray, original: IntArray) -> None:
+        inst = instance
+        self.inst = inst
+        self.assignment = assignment.copy()
+        self.original = original
+        self.counts = np.asarray(
+            inst.current >= 0, dtype=np.bool_
+        )  # placing a unit for the first time is free
+        self.state = np.where(self.counts, inst.state_size, 0.0)
+        self.share = 100.0 * inst.load  # utilization points per unit of capacity
+        self.capacity = inst.capacity
+        self.util = np.bincount(self.assignment, weights=self.share, minlength=inst.n_nodes) / self.capacity
+        self.mean = inst.mean_utilization
+        self.cap = inst.utilization_cap()
+        self.staying = inst.active
+        self.active_nodes = np.flatnonzero(inst.active)
+        self.movable = inst.movable
+        self.max_moves = inst.max_migrations if inst.max_migrations is not None else np.iinfo(np.int64).max
+        self.max_cost = inst.max_migration_cost if inst.max_migration_cost is not None else np.inf
+        moved = self.migrated_mask()
+        self.used_moves = int(moved.sum())
+        self.used_cost = float(self.state[moved].sum())
+        self.resources = BudgetTracker(inst)  # only its resource room is used; the budget is tracked here
+        self.resources.track(self.assignment)
+        self._index()
+
+    def _index(self) -> None:
+        """Movable units by node (sorted once) plus the units that arrived since: `units_on` in O(units there)."""
+        units = np.flatnonzero(self.movable)
+        self._by_node = units[np.argsort(self.assignment[units], kind="stable")]
+        self._by_node_nodes = self.assignment[self._by_node]
+        self._arrived: dict[int, list[int]] = {}
+        self._arrivals = 0
+
+    def units_on(self, node: int) -> IntArray:
+        """The movable units on `node` now."""
+        lo, hi = np.searchsorted(self._by_node_nodes, [node, node + 1], side="left")
+        units = self._by_node[lo:hi]
+        extra = self._arrived.get(node)
+        if extra:
+            units = np.unique(np.concatenate([units, np.asarray(extra, dtype=np.int64)]))
+        return units[self.assignment[units] == node]
+
+    # -- bookkeeping -------------------------------------------------------------------------------------------
+    def migrated_mask(self) -> BoolArray:
+        return np.asarray(self.counts & (self.assignment != self.original), dtype=np.bool_)
+
+    def budget_delta(self, units: IntArray, dest: IntArray) -> tuple[IntArray, FloatArray]:
+        """Change of the migration count and cost if `units` went to `dest` (arrays broadcast together)."""
+        counts = self.counts[units]
+        before = counts & (self.assignment[units] != self.original[units])
+        after = counts & (dest != self.original[units])
+        delta_n = after.astype(np.int64) - before.astype(np.int64)
+        return delta_n, np.where(after, self.state[units], 0.0) - np.where(before, self.state[units], 0.0)
+
+    def within_budget(self, delta_n: IntArray, delta_c: FloatArray) -> BoolArray:
+        return np.asarray(
+            (self.used_moves + delta_n <= self.max_moves)
+            & (self.used_cost + delta_c <= self.max_cost * (1 + 1e-12)),
+            dtype=np.bool_,
+        )
+
+    def distance(self) -> float:
+        return float(np.max(np.abs(self.util[self.active_nodes] - self.mean)))
+
+    def key(self) -> tuple[float, float]:
+        """(d, -(du + dl)): the MILP's lexicographic objective, rounded so float noise does not count as progress."""
+        util = self.util[self.active_nodes]
+        high, low = float(np.max(util)) - self.mean, self.mean - float(np.min(util))
+        d = max(high, low, 0.0)
+        return round(d, 9), -round((d - high) + (d - low), 9)
+
+    def apply(self, steps: list[tuple[int, int]]) -> None:
+        for unit, dest in steps:
+            delta_n, delta_c = self.budget_delta(np.array([unit]), np.array([dest]))
+            self.used_moves += int(delta_n[0])
+            self.used_cost += float(delta_c[0])
+            source = int(self.assignment[unit])
+            self.util[source] -= self.share[unit] / self.capacity[source]
+            self.util[dest] += self.share[unit] / self.capacity[dest]
+            self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
+            self._arrived.setdefault(dest, []).append(unit)
+            self._arrivals += 1
+        if self._arrivals > max(1024, len(self._by_node) // 4):
+            self._index()
+
+    # -- evaluation --------------------------------------------------------------------------------------------
+    def evaluate(
+        self, nodes: list[IntArray], deltas: list[FloatArray], distinct: bool = False
+    ) -> tuple[FloatArray, BoolArray]:
+        """Worst deviation over the touched staying nodes after simultaneous utilization changes (`deltas[k]` on
+        `nodes[k]`; roles may coincide unless `distinct`), and whether every node that gains stays within the
+        utilization cap."""
+        worst = np.zeros(len(nodes[0]))
+        ok = np.ones(len(nodes[0]), dtype=bool)
+        for node, own in zip(nodes, deltas, strict=True):
+            net = own
+            if not distinct:
+                net = sum(
+                    (delta * (other == node) for other, delta in zip(nodes, deltas, strict=True)), np.zeros(1)
+                )
+            after = self.util[node] + net
+            worst = np.maximum(worst, np.where(self.staying[node], np.abs(after - self.mean), 0.0))
+            ok &= (net <= 1e-12) | (after <= self.cap * (1 + 1e-12))
+        return worst, ok
+
+    # -- steps -------------------------------------------------------------------------------------------------
+    def _extreme_nodes(self, lowest: bool, exclude: int) -> IntArray:
+        """The NEAR_NODES least (or most) utilized staying nodes other than `exclude`."""
+        nodes = self.active_nodes[self.active_nodes != exclude]
+        if len(nodes) > NEAR_NODES:
+            key = self.util[nodes] if lowest else -self.util[nodes]
+            nodes = nodes[np.argpartition(key, NEAR_NODES - 1)[:NEAR_NODES]]
+        return nodes
+
+    def _migration_nodes(self, homes: bool) -> IntArray:
+        """Staying nodes where migrated units sit now (or their original nodes): the partners of compound steps
+        (a migration sent home frees room there, or on its home a smaller unit can leave instead)."""
+        migrated = np.flatnonzero(self.migrated_mask())
+        nodes = np.unique(self.original[migrated] if homes else self.assignment[migrated])
+        nodes = nodes[self.staying[nodes]]
+        if len(nodes) > MIGRATION_NODES:
+            nodes = nodes[np.argsort(self.util[nodes] if not homes else -self.util[nodes])[:MIGRATION_NODES]]
+        return nodes
+
+    def _moves(self, worst_node: int, over: bool) -> tuple[IntArray, IntArray]:
+        """Candidate (unit, destination) pairs of single moves that involve the worst node: off it to the least
+        utilized nodes, to nodes holding migrated units, or back to the unit's original node (a refund, a draining
+        home included); or, when it is underloaded, onto it from the most utilized nodes, from the original nodes of
+        migrated units, from draining nodes, back home, or any migrated unit (moving it again is free)."""
+        movable = self.movable
+        if over:
+            units = self.units_on(worst_node)
+            dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
+            dests = dests[dests != worst_node]
+            home = self.original[units]
+            back = self.counts[units] & (home != worst_node)
+            return (
+                np.concatenate([np.repeat(units, len(dests)), units[back]]),
+                np.concatenate([np.tile(dests, len(units)), home[back]]),
+            )
+        source = np.zeros(self.inst.n_nodes, dtype=bool)
+        source[self._extreme_nodes(False, worst_node)] = True
+        source[self._migration_nodes(True)] = True
+        source[~self.staying] = True
+        units = np.flatnonzero(
+            movable
+            & (self.assignment != worst_node)
+            & (source[self.assignment] | (self.counts & (self.original == worst_node)) | self.migrated_mask())
+        )
+        return units, np.full(len(units), worst_node, dtype=np.int64)
+
+    def _swaps(self, worst_node: int, over: bool) -> tuple[IntArray, IntArray]:
+        """Candidate (unit of the worst node, unit elsewhere) swaps with the most opposite nodes first."""
+        mine = self.units_on(worst_node)
+        if not len(mine):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        util = self.util[self.active_nodes]
+        side = util < self.util[worst_node] if over else util > self.util[worst_node]
+        partners = self.active_nodes[side]
+        partners = partners[np.argsort(self.util[partners] if over else -self.util[partners], kind="stable")]
+        position = np.full(self.inst.n_nodes, len(partners), dtype=np.int64)
+        position[partners] = np.arange(len(partners))
+        theirs = np.flatnonzero(self.movable & (position[self.assignment] < len(partners)))
+        limit = max(1, SWAP_ELEMENTS // len(mine))
+        if len(theirs) > limit:
+            theirs = theirs[np.argsort(position[self.assignment[theirs]], kind="stable")[:limit]]
+        return np.repeat(mine, len(theirs)), np.tile(theirs, len(mine))
+
+    def step(self) -> bool:
+        """Take the best improving step; False when there is none."""
+        util = self.util[self.active_nodes]
+        deviation = util - self.mean
+        position = int(np.argmax(np.abs(deviation)))
+        d = float(abs(deviation[position]))
+        if d <= TOLERANCE:
+            return False
+        node = int(self.active_nodes[position])
+        over = bool(deviation[position] > 0)
+        assignment = self.assignment
+
+        units, dests = self._moves(node, over)
+        candidates: list[tuple[float, list[tuple[int, int]]]] = []
+        blocked_units = blocked_dests = np.zeros(0, dtype=np.int64)
+        if len(units):
+            sources = assignment[units]
+            scale = self.share[units]
+            worst, ok = self.evaluate(
+                [sources, dests],
+                [-scale / self.capacity[sources], scale / self.capacity[dests]],
+                distinct=True,
+            )
+            delta_n, delta_c = self.budget_delta(units, dests)
+            improving = ok & (worst < d - TOLERANCE) & (sources != dests)
+            allowed = improving & self.within_budget(delta_n, delta_c)
+            for i in self._rank(np.flatnonzero(allowed), d - worst, delta_c)[:RESOURCE_TRIES]:
+                candidates.append((float(worst[i]), [(int(units[i]), int(dests[i]))]))
+            blocked = np.flatnonzero(improving & ~allowed)
+            blocked = blocked[np.argsort(worst[blocked], kind="stable")[:COMPOUND_MOVES]]
+            blocked_units, blocked_dests = units[blocked], dests[blocked]
+        if not candidates:  # compound steps are cheap to evaluate (few blocked moves x the migrations): first
+            candidates = self._compound_candidates(blocked_units, blocked_dests, d)
+        if not candidates:
+            candidates = self._swap_candidates(node, over, d)
+        candidates.sort(key=lambda c: c[0])
+        for _, steps in candidates[:RESOURCE_TRIES]:
+            if self.resources.fits_steps(steps, assignment):
+                self.apply(steps)
+                return True
+        return False
+
+    def _rank(self, index: IntArray, gain: FloatArray, delta_c: FloatArray) -> IntArray:
+        """Candidates best first: by the worst node after the step; under a cost budget by gain per unit of state
+        spent (refunds and free steps first), so the budget buys the most balance."""
+        if self.inst.max_migration_cost is None:
+            return index[np.argsort(-gain[index], kind="stable")]
+        cost = delta_c[index]
+        efficiency = np.where(cost > 0, gain[index] / np.where(cost > 0, cost, 1.0), np.inf)
+        return index[np.lexsort((-gain[index], -efficiency))]
+
+    def shave(self, deadline: float, max_steps: int) -> None:
+        """Largest-load-first as a start (Xing et al.'s LLF, budget-aware): units on draining nodes leave first,
+        largest first, each to the least utilized staying node; then the most utilized node that can hands its
+        largest unit that lowers the peak to the least utilized node. Every move lowers the sorted utilization
+        vector, so it ends; `max_steps` and the deadline bound it too."""
+        share, capacity = self.share, self.capacity
+        draining = np.flatnonzero(~self.staying)
+        draining_left = len(draining) > 0  # until a round finds nothing to take off them
+        batch = min(SHAVE_BATCH, len(self.active_nodes) // 8)
+        for _ in range(max_steps):
+            if time.perf_counter() > deadline:
+                return
+            if not draining_left and batch > 1 and self._shave_batch(batch):
+                continue
+            lo = int(self.active_nodes[np.argmin(self.util[self.active_nodes])])
+            holding = draining if draining_left else draining[:0]
+            tops = self._extreme_nodes(False, -1)
+            order = np.concatenate([holding, tops[np.argsort(-self.util[tops], kind="stable")]])
+            moved = False
+            for hi in order.tolist():
+                if hi == lo:
+                    continue
+                units = self.units_on(hi)
+                units = units[np.argsort(-share[units], kind="stable")]
+                after = self.util[lo] + share[units] / capacity[lo]
+                peak = np.inf if not self.staying[hi] else self.util[hi] - TOLERANCE
+                delta_n, delta_c = self.budget_delta(units, np.full(len(units), lo))
+                ok = (after < peak) & (after <= self.cap * (1 + 1e-12)) & (share[units] > 0)
+                ok &= self.within_budget(delta_n, delta_c)
+                for unit in units[ok][:RESOURCE_TRIES].tolist():
+                    if self.resources.fits(unit, lo):
+                        self.apply([(unit, lo)])
+                        moved = True
+                        break
+                if moved:
+                    break
+                if not self.staying[hi]:
+                    continue
+                draining_left = False  # reached a staying node: nothing more leaves the draining ones
+            if not moved:
+                return
+
+    def _shave_batch(self, batch: int) -> bool:
+        """Many largest-load-first moves at once on large clusters: the i-th most utilized of the `batch` top nodes
+        hands its largest unit that lowers its peak to the i-th least utilized node (distinct nodes, so the moves
+        are independent), the most utilized first while the budget lasts. False when none moves (resource caps are
+        checked one move at a time: then the exact step runs)."""
+        if self.resources.has_resources:
+            return False
+        share, capacity = self.share, self.capacity
+        order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
+        tops, lows = order[:batch], order[::-1][:batch]
+        position = np.full(self.inst.n_nodes, -1, dtype=np.int64)
+        position[tops] = np.arange(len(tops))
+        units = np.flatnonzero(self.movable & (position[self.assignment] >= 0))
+        pos = position[self.assignment[units]]
+        dest = lows[pos]
+        after = self.util[dest] + share[units] / capacity[dest]
+        ok = (after < self.util[self.assignment[units]] - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
+        ok &= share[units] > 0
+        units, pos, dest = units[ok], pos[ok], dest[ok]
+        if not len(units):
+            return False
+        pick = np.lexsort((-share[units], pos))
+        units, pos, dest = units[pick], pos[pick], dest[pick]
+        first = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])  # the largest fitting unit of each top node
+        units, dest = units[first], dest[first]
+        delta_n, delta_c = self.budget_delta(units, dest)
+        fits = self.within_budget(np.cumsum(delta_n), np.cumsum(delta_c))
+        keep = int(np.argmin(fits)) if not fits.all() else len(fits)  # the longest prefix within the budget
+        for unit, to in zip(units[:keep].tolist(), dest[:keep].tolist(), strict=True):
+            self.apply([(unit, to)])
+        return keep > 0
+
+    def pair(self, deadline: float, max_rounds: int = 64) -> None:
+        """Flux as a start (Madsen et al.'s description, budget-aware): in each round the i-th most utilized staying
+        node hands the i-th least utilized one the unit that best halves their gap; rounds until no pair moves, the
+        budget is spent, `max_rounds`, or the deadline (a tie can make a pair trade a unit back and forth: the cap
+        ends it)."""
+        share, capacity = self.share, self.capacity
+        for _ in range(max_rounds):
+            if time.perf_counter() > deadline:
+                return
+            order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
+            units = np.flatnonzero(self.movable & self.staying[self.assignment])
+            units = units[np.argsort(self.assignment[units], kind="stable")]
+            where = self.assignment[units]
+            moved = False
+            for i in range(len(order) // 2):
+                if i % 64 == 63 and time.perf_counter() > deadline:
+                    return
+                hi, lo = int(order[i]), int(order[len(order) - 1 - i])
+                gap = self.util[hi] - self.util[lo]
+                if gap <= TOLERANCE:
+                    break
+                mine = units[np.searchsorted(where, hi, "left") : np.searchsorted(where, hi, "right")]
+                mine = mine[self.assignment[mine] == hi]  # units already moved this round left `hi`
+                shift = share[mine] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
+                after = self.util[lo] + share[mine] / capacity[lo]
+                delta_n, delta_c = self.budget_delta(mine, np.full(len(mine), lo))
+                ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
+                ok &= self.within_budget(delta_n, delta_c)
+                for k in np.flatnonzero(ok)[np.argsort(np.abs(gap - shift[ok]), kind="stable")][
+                    :RESOURCE_TRIES
+                ]:
+                    if self.resources.fits(int(mine[k]), lo):
+                        self.apply([(int(mine[k]), lo)])
+                        moved = True
+                        break
+            if not moved:
+                return
+
+    def _swap_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
+        mine, theirs = self._swaps(node, over)
+        if not len(mine):
+            return []
+        other = self.assignment[theirs]
+        net = self.share[mine] - self.share[theirs]  # load points leaving `node`
+        here = np.full(len(mine), node, dtype=np.int64)
+        worst, ok = self.evaluate(
+            [here, other], [-net / self.capacity[node], net / self.capacity[other]], distinct=True
+        )
+        dn1, dc1 = self.budget_delta(mine, other)
+        dn2, dc2 = self.budget_delta(theirs, here)
+        good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)
+        best = np.flatnonzero(good)
+        best = best[np.argsort(worst[best], kind="stable")[:RESOURCE_TRIES]]
+        return [(float(worst[i]), [(int(mine[i]), int(other[i])), (int(theirs[i]), node)]) for i in best]
+
+    def _compound_candidates(
+        self, units: IntArray, dests: IntArray, d: float
+    ) -> list[tuple[float, list[tuple[int, int]]]]:
+        """A budget-blocked improving move made affordable by sending one migrated unit home."""
+        migrated = np.flatnonzero(self.migrated_mask())
+        if not len(units) or not len(migrated):
+            return []
+        v = np.repeat(units, len(migrated))
+        to = np.repeat(dests, len(migrated))
+        r = np.tile(migrated, len(units))
+        keep = v != r
+        v, to, r = v[keep], to[keep], r[keep]
+        src_v, src_r, home = self.assignment[v], self.assignment[r], self.original[r]
+        worst, ok = self.evaluate(
+            [src_v, to, src_r, home],
+            [
+                -self.share[v] / self.capacity[src_v],
+                self.share[v] / self.capacity[to],
+                -self.share[r] / self.capacity[src_r],
+                self.share[r] / self.capacity[home],
+            ],
+        )
+        dn1, dc1 = self.budget_delta(v, to)
+        dn2, dc2 = self.budget_delta(r, home)
+        good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)
+        best = np.flatnonzero(good)
+        best = best[np.argsort(worst[best], kind="stable")[:RESOURCE_TRIES]]
+        return [(float(worst[i]), [(int(r[i]), int(home[i])), (int(v[i]), int(to[i]))]) for i in best]
+
+    # -- drivers -----------------------------------------------------------------------------------------------
+    def descend(self, deadline: float, max_steps: int) -> bool:
+        """Steps until none helps (True: a local optimum), or `max_steps` / the deadline (False)."""
+        for _ in range(max_steps):
+            if time.perf_counter() > deadline:
+                return False
+            if not self.step():
+                return True
+        return False
+
+    def send_home(self, units: IntArray) -> None:
+        """Perturbation: send these migrated units back to their original nodes where that fits (cap, resources)."""
+        for unit in units.tolist():
+            home = int(self.original[unit])
+            if home < 0 or self.assignment[unit] == home:
+                continue
+            after = self.util[home] + self.share[unit] / self.capacity[home]
+            if after > self.cap * (1 + 1e-12) or not self.resources.fits(unit, home):
+                continue
+            self.apply([(unit, home)])
 
 
 def polish(
@@ -27,130 +442,10 @@ def polish(
     original: IntArray,
     max_steps: int = 10_000,
 ) -> IntArray:
-    """Improve `assignment` until no step helps or `deadline` (time.perf_counter()) passes.
+    """The descent from `assignment` until no step helps, `max_steps`, or `deadline` (time.perf_counter()).
 
     `original` is where units are before the plan (the budget counts units away from it; unplaced units start on
     their free first placement and never count)."""
-    inst = instance
-    assignment = assignment.copy()
-    cap = inst.utilization_cap()
-    mean = inst.mean_utilization
-    capacity = inst.capacity
-    load = inst.load
-    counts_budget = inst.current >= 0
-    state = np.where(counts_budget, inst.state_size, 0.0)
-    util = 100.0 * np.bincount(assignment, weights=load, minlength=inst.n_nodes) / capacity
-    moved = counts_budget & (assignment != original)
-    used_moves = int(moved.sum())
-    used_cost = float(state[moved].sum())
-    max_moves = inst.max_migrations if inst.max_migrations is not None else np.iinfo(np.int64).max
-    max_cost = inst.max_migration_cost if inst.max_migration_cost is not None else np.inf
-    active = np.flatnonzero(inst.active)
-    movable = inst.movable
-    resources = BudgetTracker(inst)  # only its resource room is used here; the budget is tracked below
-    resources.track(assignment)
-
-    def budget_delta(units: np.ndarray, dest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Change of the migration count and cost if `units` went to `dest` (arrays broadcast together)."""
-        before = counts_budget[units] & (assignment[units] != original[units])
-        after = counts_budget[units] & (dest != original[units])
-        delta_n = after.astype(np.int64) - before.astype(np.int64)
-        return delta_n, np.where(after, state[units], 0.0) - np.where(before, state[units], 0.0)
-
-    for _ in range(max_steps):
-        if time.perf_counter() > deadline:
-            break
-        dev = util[active] - mean
-        worst = int(np.argmax(np.abs(dev)))
-        d = float(abs(dev[worst]))
-        if d <= 1e-9:
-            break
-        node = int(active[worst])
-        over = dev[worst] > 0
-        best_gain, best_step = 0.0, None
-        if over:
-            units = np.flatnonzero((assignment == node) & movable)
-            if len(units):
-                # Moves: units of the worst node to every staying node.
-                share = 100.0 * load[units]
-                new_src = util[node] - share / capacity[node]
-                dest_util = util[active][None, :] + share[:, None] / capacity[active][None, :]
-                worst_after = np.maximum(np.abs(new_src - mean)[:, None], np.abs(dest_util - mean))
-                dn, dc = budget_delta(units[:, None], active[None, :])  # broadcast to (units, nodes)
-                ok = (
-                    (dest_util <= cap)
-                    & (active[None, :] != node)
-                    & ((used_moves + dn) <= max_moves)
-                    & ((used_cost + dc) <= max_cost * (1 + 1e-12))
-                )
-                gain = np.where(ok, d - worst_after, -np.inf)
-                flat = int(np.argmax(gain))
-                if gain.flat[flat] > best_gain + 1e-12:
-                    i, j = divmod(flat, len(active))
-                    best_gain, best_step = float(gain.flat[flat]), ("move", int(units[i]), int(active[j]), -1)
-        else:
-            # The worst node is underloaded: pull a unit from any other node.
-            units = np.flatnonzero(movable & (assignment != node))
-            if len(units):
-                share = 100.0 * load[units]
-                src = assignment[units]
-                new_dst = util[node] + share / capacity[node]
-                new_src = util[src] - share / capacity[src]
-                # A draining source does not count in d: pulling from it is pure gain (Lemma 4.2).
-                src_dev = np.where(inst.active[src], np.abs(new_src - mean), 0.0)
-                worst_after = np.maximum(np.abs(new_dst - mean), src_dev)
-                dn, dc = budget_delta(units, np.full(len(units), node))
-                ok = (
-                    (new_dst <= cap)
-                    & (used_moves + dn <= max_moves)
-                    & (used_cost + dc <= max_cost * (1 + 1e-12))
-                )
-                gain = np.where(ok, d - worst_after, -np.inf)
-                k = int(np.argmax(gain))
-                if gain[k] > best_gain + 1e-12:
-                    best_gain, best_step = float(gain[k]), ("move", int(units[k]), node, -1)
-        # Swaps with the most opposite nodes: a unit of the worst node for a unit of the partner.
-        order = np.argsort(dev if over else -dev)
-        partners = active[order[:SWAP_PARTNERS]]
-        mine = np.flatnonzero((assignment == node) & movable)
-        for partner in partners:
-            partner = int(partner)
-            if partner == node or not len(mine):
-                continue
-            theirs = np.flatnonzero((assignment == partner) & movable)
-            if not len(theirs):
-                continue
-            diff = load[mine][:, None] - load[theirs][None, :]  # load leaving `node` net
-            new_node = util[node] - 100.0 * diff / capacity[node]
-            new_partner = util[partner] + 100.0 * diff / capacity[partner]
-            worst_after = np.maximum(np.abs(new_node - mean), np.abs(new_partner - mean))
-            dn1, dc1 = budget_delta(mine[:, None], np.array(partner))
-            dn2, dc2 = budget_delta(theirs[None, :], np.array(node))
-            dn = dn1 + dn2  # broadcast to (mine, theirs)
-            dc = dc1 + dc2
-            ok = (
-                (new_node <= max(cap, util[node]))
-                & (new_partner <= max(cap, util[partner]))
-                & (used_moves + dn <= max_moves)
-                & (used_cost + dc <= max_cost * (1 + 1e-12))
-            )
-            gain = np.where(ok, d - worst_after, -np.inf)
-            flat = int(np.argmax(gain))
-            if gain.flat[flat] > best_gain + 1e-12:
-                i, j = divmod(flat, len(theirs))
-                best_gain, best_step = float(gain.flat[flat]), ("swap", int(mine[i]), partner, int(theirs[j]))
-        if best_step is None:
-            break
-        _, unit, dest, other = best_step
-        steps = [(unit, dest)] + ([(other, node)] if other >= 0 else [])
-        if not resources.fits_steps(steps, assignment):
-            break  # the best step breaks a resource cap: stop rather than search a worse one
-        for u, to in steps:
-            dn, dc = budget_delta(np.array([u]), np.array([to]))
-            used_moves += int(dn[0])
-            used_cost += float(dc[0])
-            src = assignment[u]
-            util[src] -= 100.0 * load[u] / capacity[src]
-            util[to] += 100.0 * load[u] / capacity[to]
-            resources.spend(u, assignment, to)  # moves the unit and its resource usage
-    return assignment
+    search = LocalSearch(instance, assignment, original)
+    search.descend(deadline, max_steps)
+    return search.assignment

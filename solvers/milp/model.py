@@ -102,9 +102,19 @@ def build_move_model(
 ) -> MoveModel:
     """`original`: where units are before the plan, unplaced units on their free first placement."""
     dests = nodes[instance.active[nodes]]
-    per_unit = [dests[dests != reference[u]] for u in candidates.tolist()]
-    move_unit = np.repeat(candidates, [len(a) for a in per_unit]).astype(np.int64)
-    move_to = np.concatenate(per_unit).astype(np.int64) if per_unit else np.zeros(0, dtype=np.int64)
+    # Every staying node of the neighbourhood, and a unit's draining original node when it has left it: going back
+    # there is a refund, not a move onto a draining node (without it the full model is not the whole problem).
+    move_unit = np.repeat(candidates, len(dests)).astype(np.int64)
+    move_to = np.tile(dests, len(candidates)).astype(np.int64)
+    keep = move_to != reference[move_unit]
+    move_unit, move_to = move_unit[keep], move_to[keep]
+    home = original[candidates]
+    back = (instance.current[candidates] != UNPLACED) & (home != reference[candidates])
+    back &= instance.draining[np.maximum(home, 0)] & (home >= 0)
+    if back.any():
+        move_unit = np.concatenate([move_unit, candidates[back]]).astype(np.int64)
+        move_to = np.concatenate([move_to, home[back]]).astype(np.int64)
+        nodes = np.union1d(nodes, home[back]).astype(np.int64)
     base_util = (
         100.0 * np.bincount(reference, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
     )
@@ -159,34 +169,43 @@ def objective_parts(instance: AssignmentInstance, assignment: IntArray) -> tuple
 def choose_neighbourhood(
     instance: AssignmentInstance,
     reference: IntArray,
+    original: IntArray,
     width: int,
     per_node: int,
+    rng: np.random.Generator,
     extra_nodes: IntArray | None = None,
 ) -> tuple[IntArray, IntArray]:
     """Nodes and candidate units of the restricted model around the `reference` plan.
 
-    Nodes: the `width` most and least utilized staying nodes, `extra_nodes` (positions among the staying nodes), and
-    draining nodes that still hold movable units. Units: on each of those nodes, the movable units spread over the
-    load range (the largest ones and evenly spaced quantiles: a fine balance needs both big and small pieces).
+    Nodes: the `width` most and least utilized staying nodes, `extra_nodes` (node indices), draining nodes that
+    still hold movable units, and the staying original nodes of the units the reference migrated onto those nodes
+    (so a migration can be sent home and its budget spent better). Units: on each of those nodes, its largest movable
+    units, a random sample of the rest (a fine balance needs both big and small pieces), and every unit the
+    reference migrated there.
     """
-    util = (
-        100.0 * np.bincount(reference, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
-    )
+    util = np.bincount(reference, weights=instance.load, minlength=instance.n_nodes) / instance.capacity
     active = np.flatnonzero(instance.active)
     order = active[np.argsort(util[active], kind="stable")]
-    nodes = set(order[:width].tolist()) | set(order[-width:].tolist())
+    chosen_nodes = set(order[:width].tolist()) | set(order[-width:].tolist())
     if extra_nodes is not None:
-        nodes |= set(active[extra_nodes].tolist())
+        chosen_nodes |= set(extra_nodes.tolist())
     movable = instance.movable
     holding = np.bincount(reference[movable], minlength=instance.n_nodes) > 0
-    nodes |= set(np.flatnonzero(instance.draining & holding).tolist())
-    node_arr = np.array(sorted(nodes), dtype=np.int64)
+    chosen_nodes |= set(np.flatnonzero(instance.draining & holding).tolist())
     in_nodes = np.zeros(instance.n_nodes, dtype=bool)
-    in_nodes[node_arr] = True
+    in_nodes[list(chosen_nodes)] = True
+    migrated = np.flatnonzero(
+        movable & (instance.current != UNPLACED) & (reference != original) & in_nodes[reference]
+    )
+    if len(migrated) > width:  # a few of them per round keep the model small (rounds are many and short)
+        migrated = rng.choice(migrated, size=width, replace=False)
+    homes = original[migrated]
+    in_nodes[homes[instance.active[homes]]] = True
+    node_arr = np.flatnonzero(in_nodes).astype(np.int64)
     pool = np.flatnonzero(movable & in_nodes[reference])
     pool = pool[np.lexsort((instance.load[pool], reference[pool]))]  # by node, then by load
     where = reference[pool]
-    units: list[np.ndarray] = []
+    units: list[np.ndarray] = [migrated]
     for lo, hi in zip(
         np.searchsorted(where, node_arr, side="left"),
         np.searchsorted(where, node_arr, side="right"),
@@ -196,8 +215,8 @@ def choose_neighbourhood(
         if len(on_node) <= per_node:
             units.append(on_node)
             continue
-        spread = np.unique(np.linspace(0, len(on_node) - 1, max(2, per_node // 2)).round().astype(np.int64))
-        units.append(on_node[spread])
-        units.append(on_node[-max(1, per_node - len(spread)) :])
+        largest = max(1, per_node // 3)
+        units.append(on_node[-largest:])
+        units.append(rng.choice(on_node[:-largest], size=per_node - largest, replace=False))
     chosen = np.unique(np.concatenate(units)) if units else np.zeros(0, dtype=np.int64)
     return node_arr, chosen.astype(np.int64)

@@ -1,38 +1,68 @@
-"""MILP entry point: heuristic floor, proven bound, large-neighbourhood search on the move model, best plan.
+"""MILP entry point: proven bound, starts, budget-neutral local search, large-neighbourhood search, best plan.
 
 Steps, all inside the call's time limit (see docs/milp.md):
-1. Units without a node are placed largest-first (free; the model may still move them).
-2. Starts: the current plan, Flux and largest-load-first, each improved by the budget-aware descent
-   (solvers.milp.local_search). The best is the floor: the answer is never worse than any of them (compared on d,
-   then du + dl, exactly in floating point).
-3. A combinatorial lower bound (solvers.milp.bounds); a plan that meets it is optimal and ends the call.
-4. Rounds of the move model (solvers.milp.model) around the best plan, on CP-SAT or HiGHS, until the time is spent,
-   the gap is within `relative_gap`, or the neighbourhood is the whole problem (then the solver's answer is a proof).
-5. A last descent from the best plan.
+1. Units without a node are placed largest-first (free; the search may still move them).
+2. A combinatorial lower bound (solvers.milp.bounds); a plan that meets it is optimal and ends the call.
+3. Starts: the current plan and the plan built from the bound's threshold (solvers.milp.starts), each improved by
+   the budget-aware descent (solvers.milp.local_search: moves, swaps with every partner, and compound steps that
+   send a migration home to spend it better). The best is kept.
+4. Small problems (the full move model has at most FULL_MODEL_MOVES booleans): the full model on CP-SAT or HiGHS
+   with the best plan as a hint; it is the whole problem (every staying node, every movable unit, draining homes as
+   refunds), so its proof is a proof.
+5. Otherwise (and after an unproven full model), rounds until the deadline, the gap, or a stall: iterated
+   perturbation (send a share of the migrations home, descend again) and short move-model rounds around the best
+   plan on neighbourhoods of extreme nodes, random nodes, and the home nodes of migrated units.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from solvers import baselines
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan, PlanStatus
-from solvers.milp.bounds import load_distance_lower_bound
+from solvers.milp.bounds import lower_bound
 from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
-from solvers.milp.local_search import polish
-from solvers.milp.model import BackendResult, build_move_model, choose_neighbourhood, objective_parts
+from solvers.milp.local_search import LocalSearch
+from solvers.milp.model import BackendResult, MoveModel, build_move_model, choose_neighbourhood
+from solvers.milp.starts import bound_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
+DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
+FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
+TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
+MAX_ROUND_MOVES = 3_000  # booleans of one neighbourhood model (halved while building outgrows the slice)
+MIN_ROUND_MOVES = 200
+DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
+FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished descents are continued
+START_SHARE = 0.15  # of the time left, for each start and for its descent
+STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
+# as it took to find the best plan
 
 
-def _key(instance: AssignmentInstance, assignment: IntArray) -> tuple[float, float]:
-    d, slack = objective_parts(instance, assignment)
-    return (round(d, 9), -round(slack, 9))
+@dataclass
+class _Best:
+    """The best plan so far, compared on the MILP's lexicographic objective (d, then du + dl), exactly."""
+
+    search: LocalSearch
+    name: str
+    key: tuple[float, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = self.search.key()
+
+    def offer(self, search: LocalSearch, name: str) -> bool:
+        key = search.key()
+        if key < self.key:
+            self.search, self.name, self.key = search, name, key
+            return True
+        return False
 
 
 def solve_milp(
@@ -45,7 +75,9 @@ def solve_milp(
     per_node: int = 12,
 ) -> Plan:
     started = time.perf_counter()
-    deadline = started + time_limit_s
+    # The last step, model round or descent may run a little past the deadline it checked: keep a margin so the
+    # call returns within time_limit_s (the service adds parsing, validation and serialization on top).
+    deadline = started + time_limit_s * (1 - DEADLINE_MARGIN) - 0.005
     notes: list[str] = []
     start = instance.current.copy()
     if (start == UNPLACED).any():
@@ -53,89 +85,245 @@ def solve_milp(
             start[start >= 0], weights=instance.load[start >= 0], minlength=instance.n_nodes
         )
         baselines.place_unplaced(instance, start, node_load)
+    bound = lower_bound(instance, started + 0.25 * (deadline - started))
+    lower = bound.value
 
-    candidates: list[tuple[str, IntArray]] = [("current", start)]
-    for name, heuristic in (("flux", baselines.flux), ("largest-load-first", baselines.largest_load_first)):
-        candidates.append((name, heuristic(instance).assignment))
-    # The descent converges in milliseconds on thousands of units, and different starts end in different local
-    # optima: polish every start (within half the time) and keep the best.
-    polish_until = started + 0.5 * time_limit_s
-    for name, assignment in list(candidates):
-        candidates.append((f"{name} + descent", polish(instance, assignment, polish_until, start)))
-    best_name, best = min(candidates, key=lambda c: _key(instance, c[1]))
-    lower = load_distance_lower_bound(instance)
+    def meets(value: float) -> bool:
+        return best.key[0] <= value + OPTIMALITY_TOLERANCE
 
-    proven = best_key_meets(_key(instance, best)[0], lower)
+    def slice_end(share: float) -> float:
+        now = time.perf_counter()
+        return min(deadline, now + share * (deadline - now))
+
+    def shaved() -> LocalSearch:
+        search = LocalSearch(instance, start, start)
+        search.shave(slice_end(0.5), DESCENT_STEPS)  # the strongest start at scale: up to half the time
+        return search
+
+    def paired() -> LocalSearch:
+        search = LocalSearch(instance, start, start)
+        search.pair(slice_end(START_SHARE))
+        return search
+
+    # Starts, each followed by the descent within its share of the time left: largest-load-first and Flux (fast,
+    # budget-aware, capped), the plan built from the bound's threshold, and the current plan. A start that meets the
+    # bound ends the call.
+    starts: list[tuple[str, Callable[[], LocalSearch]]] = [
+        ("largest-load-first start", shaved),
+        ("flux start", paired),
+        (
+            "bound-built start",
+            lambda: LocalSearch(
+                instance, bound_plan(instance, start, bound.threshold, slice_end(START_SHARE)), start
+            ),
+        ),
+        ("current plan", lambda: LocalSearch(instance, start, start)),
+    ]
+    setup = time.perf_counter()
+    best = _Best(LocalSearch(instance, start, start), "current plan")  # the answer if time is out already
+    setup_s = (
+        time.perf_counter() - setup
+    )  # what one more search state costs (O(units)): no start that cannot pay it
+    unfinished: list[tuple[str, LocalSearch]] = []
+    for name, make in starts:
+        if time.perf_counter() + 3 * setup_s >= deadline or meets(lower):
+            break
+        search = make()
+        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
+            unfinished.append((name, search))
+        best.offer(search, f"{name} + descent")
+    # Descents the time share cut short are finished in turn (the descent is what improves a start most), while
+    # FINISH_SHARE of the time is left for the rounds.
+    while unfinished and not meets(lower):
+        if deadline - time.perf_counter() < FINISH_SHARE * (deadline - started):
+            break
+        name, search = unfinished.pop(0)
+        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
+            unfinished.append((name, search))
+        best.offer(search, f"{name} + descent")
+
+    proven = meets(lower)
+    rounds = 0
     if proven:
-        notes.append(f"the {best_name} plan meets the lower bound; no solver call needed")
+        notes.append(f"the {best.name} plan meets the lower bound; no solver call needed")
     else:
-        active_nodes = np.flatnonzero(instance.active)
-        n_active = len(active_nodes)
+        n_active = int(instance.active.sum())
         n_movable = int(instance.movable.sum())
-        budget_moves = instance.max_migrations if instance.max_migrations is not None else instance.n_units
-        width = min(width or int(np.clip(budget_moves // 4, 3, 6)), n_active)
-        solve = solve_cpsat if backend == "cp-sat" else solve_highs
-        rng = np.random.default_rng(seed)
-        rounding = 0.0
-        iterations = 0
-        # Large-neighbourhood search: each round solves the move model around the current best plan (its most and
-        # least utilized nodes, plus random others from the second round on) with the best plan as a complete hint,
-        # so every round is at least as good as the last. A complete neighbourhood proves optimality and ends it.
-        while True:
-            remaining = deadline - time.perf_counter() - 0.2 * time_limit_s
-            if remaining <= 0.02 or proven:
-                break
-            gap = _key(instance, best)[0] - lower
-            if gap <= relative_gap * _key(instance, best)[0]:
-                notes.append(f"stopped at a proven gap of {gap:.4g} points (relative_gap {relative_gap})")
-                break
-            extra = rng.choice(n_active, size=min(n_active, width), replace=False) if iterations else None
-            nodes, units = choose_neighbourhood(instance, best, width, per_node, extra)
-            model = build_move_model(instance, nodes, units, best, start)
-            # The full model: every staying node and every movable unit (draining nodes holding movable units are
-            # always in the neighbourhood; an empty one can receive nothing, so leaving it out loses nothing).
-            complete = bool(np.isin(active_nodes, nodes).all()) and len(units) == n_movable
-            # Complete models get all the time (a proof may come); partial ones a share, so several rounds run.
-            round_time = remaining if complete else min(remaining, max(0.1, 0.3 * time_limit_s))
-            result: BackendResult = solve(
-                model, time.perf_counter() + round_time, relative_gap, seed + iterations
+        rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
+        rounds_run.setup_s = setup_s
+        rounds_run.run(started, time_limit_s, width, per_node, full=n_active * n_movable <= FULL_MODEL_MOVES)
+        lower, rounding, rounds = rounds_run.lower, rounds_run.rounding, rounds_run.model_rounds
+        proven = rounds_run.proven or meets(lower)
+        if rounds_run.proven:
+            notes.append(
+                f"the full model is proven optimal ({backend}; integer scaling {2 * rounding:.2g} points)"
             )
-            rounding = max(rounding, result.rounding_error)
-            iterations += 1
-            if result.chosen is not None:
-                solution = model.assignment_of(result.chosen)
-                if instance.within_budget(solution) and _key(instance, solution) < _key(instance, best):
-                    best_name, best = f"milp ({backend})", solution
-                if complete and result.proven_optimal:
-                    # The whole problem solved to optimality in scaled integers: its d, less the rounding of the
-                    # scaling (on both the solution and the true optimum), bounds every plan.
-                    lower = max(lower, _key(instance, solution)[0] - 2 * rounding)
-                    if _key(instance, best) <= _key(instance, solution):
-                        proven = True
-                        notes.append(f"optimal up to CP-SAT's integer scaling ({2 * rounding:.2g} points)")
-            if complete and result.bound_d is not None:
-                lower = max(lower, result.bound_d)
-            proven = proven or best_key_meets(_key(instance, best)[0], lower)
-            if complete:
-                break
-        polished = polish(instance, best, deadline, start)
-        if _key(instance, polished) < _key(instance, best):
-            best = polished
-            best_name = best_name if best_name.startswith("milp") else f"{best_name} + descent"
         notes.append(
-            f"{backend}: {iterations} neighbourhood rounds of width {width} and {per_node} units per node"
+            f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds; "
+            f"stopped: {rounds_run.stop_reason}"
         )
-        if backend == "cp-sat" and iterations:
+        if backend == "cp-sat" and rounds:
             notes.append(
                 "CP-SAT works on utilizations scaled to integers (2^30 steps over the model's range); its rounding "
                 f"error is at most {rounding:.2g} points per node (plans are re-evaluated exactly)"
             )
     notes.extend(bottleneck_notes(instance))
-    notes.append(f"the plan returned comes from: {best_name}")
-    best_d = _key(instance, best)[0]
-    changed = bool((best != instance.current).any())
+    notes.append(f"the plan returned comes from: {best.name}")
+    assignment = best.search.assignment
+    changed = bool((assignment != instance.current).any())
     status: PlanStatus = "optimal" if proven and changed else ("feasible" if changed else "unchanged")
-    return Plan(assignment=best, status=status, lower_bound=min(lower, best_d), notes=notes)
+    return Plan(assignment=assignment, status=status, lower_bound=min(lower, best.key[0]), notes=notes)
+
+
+class _Rounds:
+    """The search after the starts: rounds around the best plan until the deadline, the gap, a proof, or a stall.
+
+    Full model (small problems): each round solves the whole problem (every staying node, every movable unit,
+    draining homes as refunds) with the best plan as a hint, in slices that double (the time run so far), so a
+    proof can come in milliseconds and an unprovable model does not hold the call to its limit. Otherwise each
+    round is an iterated perturbation (a random share of the migrations sent home, then the descent) and one short
+    move-model round on a neighbourhood of extreme nodes, random nodes, and the home nodes of migrated units.
+    Stall: STALL_ROUNDS rounds (2 for the full model) without improvement, and at least as long without one as it
+    took to find the best plan.
+    """
+
+    def __init__(
+        self,
+        instance: AssignmentInstance,
+        best: _Best,
+        start: IntArray,
+        lower: float,
+        deadline: float,
+        relative_gap: float,
+        seed: int,
+        backend: Backend,
+    ) -> None:
+        self.instance, self.best, self.start = instance, best, start
+        self.lower, self.deadline, self.relative_gap, self.seed = lower, deadline, relative_gap, seed
+        self.backend = backend
+        self.solve: Callable[[MoveModel, float, float, int], BackendResult] = (
+            solve_cpsat if backend == "cp-sat" else solve_highs
+        )
+        self.proven = False
+        self.rounding = 0.0
+        self.model_rounds = self.perturbations = 0
+        self.stop_reason = ""
+        self.last_round_s = 0.0
+        self.setup_s = 0.0  # measured cost of a new search state
+        self.round_moves = MAX_ROUND_MOVES
+
+    def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
+        # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
+        # share of the slice so the call ends within the slice.
+        result = self.solve(
+            model, time.perf_counter() + 0.85 * seconds, relative_gap, self.seed + self.model_rounds
+        )
+        self.model_rounds += 1
+        self.rounding = max(self.rounding, result.rounding_error)
+        return result
+
+    def _full_round(self, seconds: float) -> bool:
+        inst = self.instance
+        nodes = np.arange(inst.n_nodes, dtype=np.int64)
+        units = np.flatnonzero(inst.movable).astype(np.int64)
+        model = build_move_model(inst, nodes, units, self.best.search.assignment, self.start)
+        # No gap limit: CP-SAT reports a solution within its gap limit as OPTIMAL, and `optimal` means optimal
+        # (the call still stops at relative_gap through the bound it returns).
+        result = self._solve(model, seconds, 0.0)
+        improved = False
+        if result.chosen is not None:
+            solution = LocalSearch(inst, model.assignment_of(result.chosen), self.start)
+            improved = self.best.offer(solution, f"milp ({self.backend}) full model")
+            if result.proven_optimal:
+                # Optimal in scaled integers: its d, less the scaling's rounding (on the solution and on the true
+                # optimum), bounds every plan; the hint was the best plan, so the best is at least as good.
+                self.lower = max(self.lower, solution.key()[0] - 2 * self.rounding)
+                self.proven = True
+        if result.bound_d is not None:
+            self.lower = max(self.lower, result.bound_d)
+        return improved
+
+    def _neighbourhood_round(
+        self, rng: np.random.Generator, width: int, per_node: int, seconds: float
+    ) -> bool:
+        inst, best = self.instance, self.best
+        improved = False
+        migrated = np.flatnonzero(best.search.migrated_mask())
+        if len(migrated) and time.perf_counter() + 3 * self.setup_s < self.deadline:
+            size = max(1, round(rng.uniform(0.05, 0.3) * len(migrated)))
+            trial = LocalSearch(inst, best.search.assignment, self.start)
+            trial.send_home(rng.choice(migrated, size=size, replace=False))
+            trial.descend(self.deadline, DESCENT_STEPS)
+            name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
+            improved |= best.offer(trial, name)
+            self.perturbations += 1
+        # A round costs its model building (Python, per boolean) on top of the solve: start one only when the
+        # last one's whole duration still fits, and keep the model within what a round can build.
+        round_started = time.perf_counter()
+        if round_started + 1.5 * max(self.last_round_s, 2 * seconds) < self.deadline:
+            extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
+            nodes, units = choose_neighbourhood(
+                inst, best.search.assignment, self.start, width, per_node, rng, extra
+            )
+            per_unit = max(1, int(inst.active[nodes].sum()))
+            if len(units) * per_unit > self.round_moves:
+                units = np.sort(rng.choice(units, size=max(1, self.round_moves // per_unit), replace=False))
+            model = build_move_model(inst, nodes, units, best.search.assignment, self.start)
+            result = self._solve(model, min(seconds, self.deadline - time.perf_counter()), self.relative_gap)
+            self.last_round_s = time.perf_counter() - round_started
+            if self.last_round_s > 2 * seconds:  # building dominated: smaller models from now on
+                self.round_moves = max(MIN_ROUND_MOVES, self.round_moves // 2)
+            if result.chosen is not None and len(result.chosen):
+                solution = model.assignment_of(result.chosen)
+                if inst.within_budget(solution):
+                    trial = LocalSearch(inst, solution, self.start)
+                    trial.descend(self.deadline, DESCENT_STEPS)
+                    improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
+        return improved
+
+    def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
+        inst = self.instance
+        begun = time.perf_counter()
+        rng = np.random.default_rng(self.seed)
+        n_active = int(inst.active.sum())
+        budget_moves = inst.max_migrations if inst.max_migrations is not None else inst.n_units
+        width = min(width or int(np.clip(budget_moves // 4, 3, 6)), n_active)
+        # Many short rounds: the child process of HiGHS needs ~0.3 s to start, CP-SAT a few milliseconds.
+        if self.backend == "highs":
+            model_slice = max(0.6, 0.3 * time_limit_s)
+        else:
+            model_slice = float(np.clip(0.05 * time_limit_s, 0.02, 0.25))
+        stall_rounds = 2 if full else STALL_ROUNDS
+        since, found_at = 0, begun
+        while True:
+            now = time.perf_counter()
+            if self.proven:
+                self.stop_reason = "proven optimal"
+                return
+            if now >= self.deadline - 0.005:
+                self.stop_reason = "time limit"
+                return
+            d = self.best.key[0]
+            if d - self.lower <= max(self.relative_gap * d, OPTIMALITY_TOLERANCE):
+                self.stop_reason = f"gap within relative_gap {self.relative_gap}"
+                return
+            if since >= stall_rounds and now - found_at >= found_at - begun:
+                self.stop_reason = f"no improvement in {since} rounds"
+                return
+            remaining = self.deadline - now
+            if full:
+                # Tiny models are proven by CP-SAT in one go (it restarts from scratch each slice); larger ones get
+                # doubling slices so that an unprovable model does not hold the call to its limit.
+                tiny = n_active * int(inst.movable.sum()) <= TINY_MODEL_MOVES
+                doubling = max(0.01, now - started)
+                slice_s = doubling if self.backend == "cp-sat" and not tiny else remaining
+                improved = self._full_round(min(remaining, slice_s))
+            else:
+                improved = self._neighbourhood_round(rng, width, per_node, model_slice)
+            if improved:
+                since, found_at = 0, time.perf_counter()
+            else:
+                since += 1
 
 
 def bottleneck_notes(instance: AssignmentInstance) -> list[str]:
@@ -152,7 +340,3 @@ def bottleneck_notes(instance: AssignmentInstance) -> list[str]:
                     f"for load): send it as `load` to balance it, it is only capped now"
                 )
     return notes
-
-
-def best_key_meets(distance: float, lower: float) -> bool:
-    return distance <= lower + OPTIMALITY_TOLERANCE
