@@ -34,7 +34,7 @@ REGISTRY: dict[str, AlgorithmSpec] = {
         AlgorithmSpec(
             "milp",
             "Minimize the load distance under the migration budget (MILP, CP-SAT or HiGHS), draining nodes emptied "
-            "as the budget allows; never worse than flux and largest-load-first on the same call.",
+            "as the budget allows; its own largest-load-first, Flux and bound-built starts are part of the search.",
             "Madsen, Zhou & Cao, Section 4.3.1",
             ("mean load per unit", "budget"),
             lambda inst, p, t: solve_milp(

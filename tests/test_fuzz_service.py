@@ -33,7 +33,7 @@ CLIENT_MARGIN_S = 2.0  # the test client, the machine's load: a hang is far beyo
 Body = dict[str, Any]
 
 
-# ---------------------------------------------------------------------------------------------- known elsewhere
+# ---------------------------------------------------------------------------------------------- helpers
 
 
 def _algorithm(body: Any) -> str | None:
@@ -41,62 +41,6 @@ def _algorithm(body: Any) -> str | None:
         return None
     name = body["algorithm"].get("name")
     return name if isinstance(name, str) else None
-
-
-def _milp_unused_node_resource(body: Any) -> bool:
-    if _algorithm(body) not in (None, "milp") or not isinstance(body, dict):
-        return False
-    try:
-        used = {r for u in body["units"] for r in u.get("resources", {})}
-        return any(r not in used for n in body["nodes"] for r in n.get("resources", {}))
-    except (KeyError, TypeError, AttributeError):
-        return False
-
-
-def _elb_explicit_bounds(body: Any) -> bool:
-    return _algorithm(body) == "elb" and body["algorithm"].get("lower") is not None
-
-
-def _stateful_places_unplaced(body: Any) -> bool:
-    try:
-        return _algorithm(body) in ("clb", "universal-hash") and any(
-            u.get("node") is None for u in body["units"]
-        )
-    except (KeyError, TypeError, AttributeError):
-        return False
-
-
-def _splitter_extremes(body: Any) -> bool:
-    if not isinstance(body, dict) or "connections" not in body:
-        return False
-    model = body.get("model") if isinstance(body.get("model"), dict) else {}
-    return (isinstance(body.get("max_change"), int) and body["max_change"] >= 2**62) or (
-        isinstance(model.get("calls"), int) and model["calls"] >= 2**62
-    )
-
-
-@dataclass(frozen=True)
-class KnownCase:
-    name: str
-    room: str
-    reason: str
-    matches: Callable[[Any], bool]
-
-
-# Cases that other helpers fix in their rooms at the same time (issue 9's split): a 5xx or a rejected model on them
-# is tolerated and counted here, nothing else is. The lead removes this list after merging.
-KNOWN_IN_OTHER_ROOMS: tuple[KnownCase, ...] = (
-    KnownCase(
-        "milp-unused-node-resource",
-        "milp",
-        "TypeError in solvers/milp/cpsat.py for a node resource that no unit uses",
-        _milp_unused_node_resource,
-    ),
-)
-
-
-def known_case(body: Any) -> KnownCase | None:
-    return next((case for case in KNOWN_IN_OTHER_ROOMS if case.matches(body)), None)
 
 
 # ---------------------------------------------------------------------------------------------- strategies
@@ -317,9 +261,6 @@ class FuzzReport:
     requests: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
-    tolerated: Counter[str] = field(
-        default_factory=Counter
-    )  # KnownCase name -> 5xx / rejected models tolerated
     failures: list[str] = field(default_factory=list)
     slowest_over_limit_s: float = -math.inf  # max over requests of (elapsed - time limit)
 
@@ -343,14 +284,10 @@ def check_plan_call(client: TestClient, kind: str, raw: bytes, body: Body | None
     report.slowest_over_limit_s = max(report.slowest_over_limit_s, elapsed - limit)
     if elapsed > limit + 1.0 + CLIENT_MARGIN_S:
         report.fail(f"{kind}: {elapsed:.2f} s for time_limit_s {limit} ({raw[:300]!r})")
-    known = known_case(body)
     if response.status_code >= 500:
-        if known is not None:
-            report.tolerated[known.name] += 1
-        else:
-            report.fail(
-                f"{kind} [{_algorithm(body)}]: {response.status_code} {response.text[:300]} for {raw[:3000]!r}"
-            )
+        report.fail(
+            f"{kind} [{_algorithm(body)}]: {response.status_code} {response.text[:300]} for {raw[:3000]!r}"
+        )
         return
     if response.status_code == 200:
         # A mutation the service accepts (some are harmless) must produce a valid plan like any other.
@@ -386,14 +323,10 @@ def check_splitter_chain(
         report.requests += 1
         report.statuses[response.status_code] += 1
         report.kinds["splitter"] += 1
-        known = known_case(body)
         if response.status_code >= 500:
-            if known is not None:
-                report.tolerated[known.name] += 1
-            else:
-                report.fail(
-                    f"splitter: {response.status_code} {response.text[:300]} for {json.dumps(body)[:400]}"
-                )
+            report.fail(
+                f"splitter: {response.status_code} {response.text[:300]} for {json.dumps(body)[:400]}"
+            )
             return
         if response.status_code != 200:
             if step is not None:
