@@ -190,7 +190,9 @@ def test_window_statistics_equal_a_pandas_computation(spark: Any) -> None:
     assert counted.traffic == expected_traffic
 
     weekly = collect_event_time_statistics(df, StatisticsSpec(["user", "region"], groups), "ts", "7 days")
-    frame["week"] = frame["ts"].dt.floor("7D", origin="epoch")
+    frame["week"] = (frame["ts"] - pd.Timestamp(0)) // pd.Timedelta(
+        days=7
+    )  # Spark's windows start at the epoch
     by_week = frame.groupby("week")
     assert len(weekly) == by_week.ngroups
     for window_stats, (_, rows) in zip(weekly, by_week, strict=True):
@@ -301,20 +303,20 @@ def test_main_job_end_to_end_against_a_real_server(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     options = JobOptions(
-        groups=32, partitions=4, window_days=28, period=1, max_migrations=8, max_windows=3, png=None
+        groups=32, partitions=4, window_days=28, period=1, max_migrations=8, max_windows=2, png=None
     )
     with uvicorn_server("127.0.0.1", free_port("127.0.0.1"), startup_timeout_s=180.0) as url:
         result = run_job(spark, url, options, tmp_path)
     out = capsys.readouterr().out
-    assert len(result.windows) == 3
+    assert len(result.windows) == 2
     assert all(w.hash_rows.sum() == w.trimtab_rows.sum() == w.rows for w in result.windows)
     first, *later = result.windows
     np.testing.assert_array_equal(first.hash_rows, first.trimtab_rows)  # no plan yet: the same ranges
     assert all(w.trimtab_distance < w.hash_distance for w in later)
-    assert 0 < sum(w.migrations for w in result.windows) <= 8 * 2
+    assert 0 < sum(w.migrations for w in result.windows) <= 8
     assert re.fullmatch(
-        r"summary: windows=3 hash_load_distance=\d+\.\d\d trimtab_load_distance=\d+\.\d\d migrations=\d+ "
+        r"summary: windows=2 hash_load_distance=\d+\.\d\d trimtab_load_distance=\d+\.\d\d migrations=\d+ "
         r"stats_overhead=\d+\.\d%",
         result.summary(),
     )
-    assert ("hash max/mean" in out and "feasible" in out) or "optimal" in out
+    assert "hash max/mean" in out and ("feasible" in out or "optimal" in out)
