@@ -247,3 +247,11 @@ def test_the_main_job_explains_a_missing_java(
     assert job.main(["--spawn-server"]) == 2
     err = capsys.readouterr().err
     assert "needs Java" in err and "JAVA_HOME" in err and "make demo" in err
+
+
+def test_an_initial_placement_ignores_the_budget_and_sends_no_current_nodes() -> None:
+    plan = {"assignment": {"kg-0": "p0", "kg-1": "p1", "kg-2": "p1", "kg-3": "p1"}, "scaling": {}}
+    planner = _planner(_FixedPlans(plan), budget=Budget(max_migrations=0))
+    assert {u["node"] for u in planner.snapshot(initial=True)["units"]} == {None}
+    outcome = planner.request_plan(initial=True)
+    assert planner.placement.partition_of == (0, 1, 1, 1) and outcome.moved == [1]

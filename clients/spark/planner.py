@@ -18,7 +18,7 @@ import numpy as np
 
 from clients.spark.client import TrimtabClient
 from clients.spark.placement import Placement, partition_node_id
-from clients.spark.statistics import WindowSeries
+from clients.spark.statistics import WindowSeries, WindowStatistics
 
 _TOL = 1e-9
 
@@ -117,11 +117,12 @@ class Planner:
     def dropped_windows(self) -> int:
         return self.series.dropped
 
-    def add_window(self, window: Any) -> None:
+    def add_window(self, window: WindowStatistics) -> None:
         self.series.append(window)
 
-    def snapshot(self) -> dict[str, Any]:
-        """The /v1/assignment/plan request for the buffered windows."""
+    def snapshot(self, initial: bool = False) -> dict[str, Any]:
+        """The /v1/assignment/plan request for the buffered windows. `initial`: an initial placement (every unit's
+        node null, no migration budget), e.g. from event-time windows of history before the job starts."""
         if not len(self.series):
             raise ValueError("no statistics window yet")
         loads = self.series.load_series()
@@ -136,7 +137,7 @@ class Planner:
         units = [
             {
                 "id": self.unit_ids[g],
-                "node": self.node_ids[self.placement.partition_of[g]],
+                "node": None if initial else self.node_ids[self.placement.partition_of[g]],
                 "load": [round(float(x), 9) for x in shares[g]],
                 "state_size": float(latest.state_bytes[g]),
             }
@@ -153,21 +154,23 @@ class Planner:
                 {"src": self.unit_ids[a], "dst": self.unit_ids[b], "rate": rate}
                 for (a, b), rate in traffic.items()
             ],
-            "budget": self.budget.as_json(),
+            "budget": Budget().as_json() if initial else self.budget.as_json(),
             "algorithm": self.algorithm,
             "time_limit_s": self.time_limit_s,
         }
 
-    def request_plan(self) -> PlanOutcome:
+    def request_plan(self, initial: bool = False) -> PlanOutcome:
         """Ask for a plan for the buffered windows, check it and switch to it. Raises ServiceUnavailable (windows
-        stay buffered), ServiceRejected, or PlanRefused (the placement and the buffered windows stay)."""
-        body = self.snapshot()
+        stay buffered), ServiceRejected, or PlanRefused (the placement and the buffered windows stay).
+        `initial`: place every key group afresh, without a migration budget (see `snapshot`)."""
+        body = self.snapshot(initial)
         started = time.perf_counter()
         plan = self.client.plan(body)
         plan_ms = 1000 * (time.perf_counter() - started)
-        current = {u["id"]: u["node"] for u in body["units"]}
+        current = {self.unit_ids[g]: self.node_ids[p] for g, p in enumerate(self.placement.partition_of)}
         state = {u["id"]: u["state_size"] for u in body["units"]}
-        problems = check_plan(plan, self.unit_ids, current, state, self.node_ids, self.budget)
+        budget = Budget() if initial else self.budget
+        problems = check_plan(plan, self.unit_ids, current, state, self.node_ids, budget)
         if problems:
             raise PlanRefused(problems)
         added = (plan.get("scaling") or {}).get("add_nodes") or []

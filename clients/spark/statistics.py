@@ -14,6 +14,7 @@ last windows as series in bounded memory.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -257,8 +258,6 @@ class KeyGroupTally:
     def add(self, key_groups: np.ndarray, keys: Any = None, load: np.ndarray | None = None) -> None:
         """In a task: `key_groups` of the rows of a pandas batch, their `keys` (a pandas Series or DataFrame of the
         key columns; None: no state estimate) and per-row `load` (None: 1 per row)."""
-        import time
-
         started = time.perf_counter()
         update = np.zeros((3, self.groups))
         groups = np.asarray(key_groups, dtype=np.int64)
