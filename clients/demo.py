@@ -60,7 +60,7 @@ def skewed_snapshot(
 
 
 @contextlib.contextmanager
-def uvicorn_server(host: str, port: int, startup_timeout_s: float = 30.0) -> Iterator[str]:
+def uvicorn_server(host: str, port: int, startup_timeout_s: float = 120.0) -> Iterator[str]:
     url = f"http://{host}:{port}"
     proc = subprocess.Popen(
         [
