@@ -255,3 +255,12 @@ def test_an_initial_placement_ignores_the_budget_and_sends_no_current_nodes() ->
     assert {u["node"] for u in planner.snapshot(initial=True)["units"]} == {None}
     outcome = planner.request_plan(initial=True)
     assert planner.placement.partition_of == (0, 1, 1, 1) and outcome.moved == [1]
+
+
+def test_dates_hash_as_days_since_the_epoch() -> None:
+    import datetime
+
+    assert spark_xxhash64([datetime.date(2013, 5, 1)]) == spark_xxhash64([15826], ["date"])
+    assert spark_xxhash64([datetime.date(1969, 12, 31)]) == spark_xxhash64([-1], ["int"])
+    with pytest.raises(TypeError, match="not a datetime"):
+        spark_xxhash64([datetime.datetime(2013, 5, 1)], ["date"])

@@ -4,8 +4,9 @@ Spark's `xxhash64(c1, c2, ...)` (seed 42) chains over the columns: h = 42, then 
 value, seed = h), a null column leaves h unchanged. The bytes per Spark type (Spark's `XxHash64Function`):
 
 - StringType: the UTF-8 bytes; BinaryType: the bytes.
-- IntegerType, ShortType, ByteType, DateType (days): the value as a 4-byte little-endian int; BooleanType as int 1 / 0.
-- LongType, TimestampType (microseconds): an 8-byte little-endian long.
+- IntegerType, ShortType, ByteType, DateType (days since 1970-01-01; a `datetime.date` is converted): the value as a
+  4-byte little-endian int; BooleanType as int 1 / 0.
+- LongType, TimestampType (pass microseconds since the epoch, UTC): an 8-byte little-endian long.
 - FloatType: the float's IEEE bits as a 4-byte int; DoubleType: the double's bits as an 8-byte long; -0.0 hashes as
   0.0 and every NaN as the canonical NaN.
 
@@ -21,6 +22,7 @@ This module imports pyspark only inside `key_group_column`: producers outside Sp
 
 from __future__ import annotations
 
+import datetime
 import math
 import struct
 from collections.abc import Sequence
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 SPARK_SEED = 42
+_EPOCH = datetime.date(1970, 1, 1)
 _MASK64 = (1 << 64) - 1
 _FOUR_BYTE_TYPES = {"int", "integer", "short", "byte", "date"}
 _EIGHT_BYTE_TYPES = {"long", "bigint", "timestamp"}
@@ -62,6 +65,8 @@ def _infer_type(value: Any) -> str:
         return "string"
     if isinstance(value, bytes | bytearray | memoryview):
         return "binary"
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return "date"
     raise TypeError(
         f"cannot hash a {type(value).__name__} like Spark does; convert it to one of str, bytes, bool, int, "
         f"float, or pass types= ({', '.join(SUPPORTED_TYPES)})"
@@ -76,6 +81,10 @@ def _value_bytes(value: Any, spark_type: str) -> bytes:
         return bytes(value)
     if kind == "boolean":
         return struct.pack("<i", 1 if value else 0)
+    if kind == "date" and isinstance(value, datetime.date):
+        if isinstance(value, datetime.datetime):
+            raise TypeError("a DateType key takes a datetime.date (or days since 1970-01-01), not a datetime")
+        return struct.pack("<i", (value - _EPOCH).days)
     if kind in _FOUR_BYTE_TYPES:
         return struct.pack("<i", int(value))
     if kind in _EIGHT_BYTE_TYPES:
