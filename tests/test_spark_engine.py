@@ -5,6 +5,7 @@ through foreachBatch; the progress listener; the main job end to end against a r
 
 from __future__ import annotations
 
+import datetime
 import os
 import random
 import re
@@ -19,7 +20,7 @@ import pytest
 
 from clients.demo import free_port, uvicorn_server
 from clients.spark.job import JobOptions, find_java, run_job, ship_library, spark_session
-from clients.spark.keygroups import key_group, key_group_column
+from clients.spark.keygroups import key_group, key_group_column, spark_xxhash64
 from clients.spark.placement import Placement, apply_plan
 from clients.spark.progress import QueryProgressSeries
 from clients.spark.statistics import (
@@ -39,6 +40,7 @@ pytestmark = [
 ]
 
 GROUPS = 4096
+sf = pytest.importorskip("pyspark.sql.functions")
 
 
 @pytest.fixture(scope="session")
@@ -119,9 +121,26 @@ def test_key_groups_identical_on_driver_executors_and_plain_python(spark: Any) -
     assert all_null and all(row["kg_s_i"] == 42 % GROUPS for row in all_null)
 
 
-def test_apply_plan_routes_each_key_group_to_its_planned_partition(spark: Any) -> None:
-    from pyspark.sql import functions as sf
+def test_the_other_spark_types_hash_as_in_plain_python(spark: Any) -> None:
+    """float (4 bytes, -0.0 and NaN normalized), short, byte, boolean, binary, date, and a composite of them."""
+    rows = [
+        (1.5, 3, 4, True, bytearray(b"\x00\xffab"), datetime.date(2013, 5, 1)),
+        (-0.0, -7, -1, False, bytearray(b""), datetime.date(1969, 12, 31)),
+        (float("nan"), 0, 127, None, None, None),
+        (0.0, None, None, True, bytearray(b"x"), datetime.date(2000, 1, 1)),
+    ]
+    schema = "f float, s short, b byte, t boolean, bin binary, dt date"
+    types = {"f": "float", "s": "short", "b": "byte", "t": "boolean", "bin": "binary", "dt": "date"}
+    keys = [(c,) for c in types] + [("f", "s", "t", "dt")]
+    df = spark.createDataFrame(rows, schema)
+    hashed = df.select("*", *(sf.xxhash64(*cols).alias("h_" + "_".join(cols)) for cols in keys)).collect()
+    for row in hashed:
+        for cols in keys:
+            values = [bytes(row[c]) if c == "bin" and row[c] is not None else row[c] for c in cols]
+            assert row["h_" + "_".join(cols)] == spark_xxhash64(values, [types[c] for c in cols]), (row, cols)
 
+
+def test_apply_plan_routes_each_key_group_to_its_planned_partition(spark: Any) -> None:
     rng = random.Random(4)
     groups, partitions = 64, 5
     placement = Placement(tuple(rng.randrange(partitions) for _ in range(groups)), partitions)
@@ -155,7 +174,6 @@ def _expected(events: pd.DataFrame, groups: int) -> pd.DataFrame:
 
 
 def test_window_statistics_equal_a_pandas_computation(spark: Any) -> None:
-    from pyspark.sql import functions as sf
 
     groups = 32
     events = _events()
