@@ -256,7 +256,8 @@ def test_foreach_batch_statistics_and_progress_listener_on_a_streaming_query(
     events = _events(1500, seed=9)
     source = tmp_path / "in"
     source.mkdir()
-    parts = np.array_split(events[["user", "region", "cost"]], 3)
+    columns = events[["user", "region", "cost"]]
+    parts = [columns.iloc[k * 500 : (k + 1) * 500] for k in range(3)]  # 1,500 events in 3 files
     for i, part in enumerate(parts):
         path = source / f"part-{i}.csv"
         part.to_csv(path, index=False)
