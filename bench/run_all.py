@@ -21,6 +21,8 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("bench.stateful.experiments", [], ["--n", "10"]),
     ("bench.splitter.speed", [], []),
     ("bench.splitter.run", [], ["--quick"]),
+    ("bench.spark.stats_speed", [], ["--repeats", "1"]),
+    ("bench.spark.main_job", [], []),
 ]
 
 

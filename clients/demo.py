@@ -60,7 +60,7 @@ def skewed_snapshot(
 
 
 @contextlib.contextmanager
-def uvicorn_server(host: str, port: int) -> Iterator[str]:
+def uvicorn_server(host: str, port: int, startup_timeout_s: float = 120.0) -> Iterator[str]:
     url = f"http://{host}:{port}"
     proc = subprocess.Popen(
         [
@@ -78,7 +78,7 @@ def uvicorn_server(host: str, port: int) -> Iterator[str]:
         env={**os.environ},
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + startup_timeout_s
         while time.monotonic() < deadline:
             with contextlib.suppress(httpx.TransportError):
                 if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
@@ -87,7 +87,7 @@ def uvicorn_server(host: str, port: int) -> Iterator[str]:
                 raise RuntimeError(f"uvicorn exited with {proc.returncode}")
             time.sleep(0.2)
         else:
-            raise RuntimeError("uvicorn did not become healthy in 30 s")
+            raise RuntimeError(f"uvicorn did not become healthy in {startup_timeout_s:g} s")
         yield url
     finally:
         proc.terminate()

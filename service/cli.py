@@ -191,21 +191,10 @@ def serve(
         int | None, typer.Option(help="uvicorn worker processes. Default: TRIMTAB_WORKERS or 1.")
     ] = None,
 ) -> None:
-    """Serve the HTTP API (uvicorn, JSON logs on stderr)."""
-    import uvicorn
+    """Serve the HTTP API (uvicorn, JSON logs on stderr, problem+json for unparseable HTTP, graceful SIGTERM)."""
+    from service.server import run_server
 
-    from service.logs import json_log_config
-    from service.settings import get_settings
-
-    settings = get_settings()
-    uvicorn.run(
-        "service.main:app",
-        host=host or settings.host,
-        port=port or settings.port,
-        workers=workers or settings.workers,
-        log_config=json_log_config(settings.log_level),
-        access_log=False,  # service.logs writes one JSON line per request, with its request id
-    )
+    run_server(host, port, workers)
 
 
 @app.command()

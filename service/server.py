@@ -55,6 +55,22 @@ def uvicorn_options() -> dict[str, Any]:
     }
 
 
+def run_server(host: str | None = None, port: int | None = None, workers: int | None = None) -> None:
+    """Serve the app under uvicorn with these options and JSON logs (`python -m service.server`, `trimtab serve`)."""
+    from service.logs import json_log_config
+
+    settings = get_settings()
+    uvicorn.run(
+        "service.main:app",
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers or settings.workers,
+        log_config=json_log_config(settings.log_level),
+        access_log=False,  # service.logs writes one JSON line per request, with its request id
+        **uvicorn_options(),
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     settings = get_settings()
     parser = argparse.ArgumentParser(
@@ -62,15 +78,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--host", default=settings.host)
     parser.add_argument("--port", type=int, default=settings.port)
-    parser.add_argument("--no-access-log", action="store_true")
+    parser.add_argument("--workers", type=int, default=settings.workers)
     args = parser.parse_args(argv)
-    uvicorn.run(
-        "service.main:app",
-        host=args.host,
-        port=args.port,
-        access_log=not args.no_access_log,
-        **uvicorn_options(),
-    )
+    run_server(args.host, args.port, args.workers)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def test_demo_client_against_the_server(server: str, capsys: pytest.CaptureFixtu
 
 
 def test_demo_spawns_its_own_server() -> None:
-    """What `make run` does: the demo starts uvicorn itself, checks every plan and exits 0."""
+    """What `make demo` does: the demo starts uvicorn itself, checks every plan and exits 0."""
     done = subprocess.run(
         [sys.executable, "-m", "clients.demo", "--spawn-server", "--port", "0"],
         capture_output=True,

@@ -27,8 +27,9 @@ def serve(kind: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, s
             "127.0.0.1",
             "--port",
             str(port),
-            "--no-access-log",
         ]
+        # no access log, as for the bare endpoint (--no-access-log): JSON access lines are info-level
+        env = {"TRIMTAB_LOG_LEVEL": "warning", **(env or {})}
         probe = "/healthz"
     else:
         command = [

