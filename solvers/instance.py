@@ -124,5 +124,7 @@ class Plan:
     added_nodes: tuple[AddedNode, ...] = ()
     removed_nodes: tuple[int, ...] = ()  # node indices the plan empties and releases (besides drained nodes)
     lower_bound: float | None = None  # proven lower bound on the load distance
-    marked_nodes: tuple[int, ...] = ()  # node indices the plan marks for removal (drained over the next periods)
+    marked_nodes: tuple[
+        int, ...
+    ] = ()  # node indices the plan marks for removal (drained over the next periods)
     notes: list[str] = field(default_factory=list)

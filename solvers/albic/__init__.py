@@ -4,7 +4,7 @@ baseline (balanced partitioning from scratch) and the adaptation framework of Al
 from solvers.albic.albic import AlbicConfig, solve_albic
 from solvers.albic.cola import solve_cola
 from solvers.albic.framework import ScalingPolicy, adapt
-from solvers.albic.graph import collocation_factor, load_index
+from solvers.metrics import collocation_factor, load_index
 
 __all__ = [
     "AlbicConfig",

@@ -46,13 +46,13 @@ import scipy.sparse as sp
 
 from solvers.albic.graph import (
     UnionFind,
-    collocation_factor,
     partition_graph,
     qualifying_pairs,
     undirected_weights,
 )
 from solvers.albic.repair import repair, start_assignment
 from solvers.instance import AssignmentInstance, FloatArray, IntArray, Plan
+from solvers.metrics import collocation_factor
 from solvers.milp import solve_milp
 
 PairMode = Literal["one", "budget"]

@@ -19,9 +19,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from solvers.albic.graph import collocation_factor, partition_graph, undirected_weights
+from solvers.albic.graph import partition_graph, undirected_weights
 from solvers.albic.repair import repair, start_assignment
 from solvers.instance import AssignmentInstance, FloatArray, IntArray, Plan
+from solvers.metrics import collocation_factor
 
 
 def _map_parts(

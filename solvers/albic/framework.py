@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from solvers.albic.graph import load_index
 from solvers.instance import AddedNode, AssignmentInstance, IntArray, Plan
+from solvers.metrics import load_index
 
 Allocate = Callable[[AssignmentInstance, float], Plan]
 FIRST_PLAN_SHARE = 0.4  # of the time limit, for the potential plan; the re-plan gets the rest

@@ -1,4 +1,4 @@
-"""The communication graph of key groups: collocation factor, ALBIC's scores (Algorithm 2, step 1), balanced graph
+"""The communication graph of key groups: ALBIC's scores (Algorithm 2, step 1), balanced graph
 partitioning (METIS through pymetis), union-find for ALBIC's sets (step 2)."""
 
 from __future__ import annotations
@@ -13,34 +13,6 @@ from solvers.instance import AssignmentInstance, FloatArray, IntArray
 
 # METIS takes integer weights: float weights are scaled so that the largest becomes this (and at least 1 where > 0).
 METIS_WEIGHT_SCALE = 1_000_000
-
-
-def cross_traffic(instance: AssignmentInstance, assignment: IntArray) -> float:
-    """Traffic rate between units on different nodes (units without a node count as apart)."""
-    src, dst = assignment[instance.traffic_src], assignment[instance.traffic_dst]
-    apart = (src != dst) | (src < 0)
-    return float(instance.traffic_rate[apart].sum())
-
-
-def collocation_factor(instance: AssignmentInstance, assignment: IntArray) -> float | None:
-    """Share of the traffic rate whose two ends share a node (the paper's collocation factor), in [0, 1];
-    None without traffic (no edge, or every rate 0)."""
-    total = float(instance.traffic_rate.sum())
-    if total <= 0.0:
-        return None
-    return 1.0 - cross_traffic(instance, assignment) / total
-
-
-def load_index(instance: AssignmentInstance, assignment: IntArray) -> float | None:
-    """Estimated system load of `assignment` in percent of the current one (the paper's load index with the current
-    state as 100 %): each unit of traffic rate that stops (starts) crossing nodes saves (costs) serialization_cost load
-    units. None without a serialization cost or without load."""
-    cost = instance.serialization_cost
-    total = float(instance.load.sum())
-    if cost is None or total <= 0.0:
-        return None
-    saved = cost * (cross_traffic(instance, instance.current) - cross_traffic(instance, assignment))
-    return max(0.0, 100.0 * (total - saved) / total)
 
 
 def undirected_weights(instance: AssignmentInstance) -> sp.csr_matrix:
@@ -144,8 +116,7 @@ def partition_graph(
     )
     _, membership = pymetis.part_graph(
         n_parts,
-        xadj=sub.indptr.tolist(),
-        adjncy=sub.indices.tolist(),
+        pymetis.CSRAdjacency(sub.indptr.tolist(), sub.indices.tolist()),
         vweights=_integer_weights(np.asarray(vertex_weight, dtype=np.float64), 1),
         eweights=adjacency_weights or None,
         tpwgts=shares,
