@@ -178,35 +178,42 @@ def _group(
         apart = start[first] != start[second]
         # Step 3 candidates: toBeColGrps by traffic, ties in a seeded random order (the paper: "random ... with max value").
         order = rng_order[np.argsort(-value[rng_order], kind="stable")]
-        for pair in order[apart[order]].tolist():
-            gi, gj = int(group_of[first[pair]]), int(group_of[second[pair]])
-            if gi == gj:
-                continue
-            target = _target(instance, node_load, home, multi, pinned_group, gi, gj)
-            if target is None:
-                continue
-            mi = members_of.get(gi, np.array([first[pair]]))
-            mj = members_of.get(gj, np.array([second[pair]]))
-            members = np.concatenate([mi, mj])
-            incoming = members[start[members] != target]
-            extra = float(cost[incoming].sum())
-            arriving = float(instance.load[incoming].sum())
-            if precharge + extra > allowed + 1e-12:
-                continue
-            if 100.0 * (node_load[target] + arriving) / instance.capacity[target] > cap * (1 + 1e-12):
-                continue
-            np.subtract.at(node_load, start[incoming], instance.load[incoming])
-            node_load[target] += arriving
-            start = start.copy()
-            start[incoming] = target  # the members now count as being on the target (for later pairs)
-            group_of[mj] = gi
-            members_of[gi] = members
-            members_of.pop(gj, None)
-            home[gi] = target
-            multi[gi] = fixed[gi] = True
-            pinned_group[gi] |= pinned_group[gj]
-            precharge += extra
-            merged += 1
+        # pairs="budget": a first pass takes only merges that migrate one key group (most collocation per migration),
+        # a second pass the rest; the paper's one pair: a single pass, the best pair that can be brought together.
+        for single_moves_only in (True, False) if config.pairs == "budget" else (False,):
+            for pair in order[apart[order]].tolist():
+                gi, gj = int(group_of[first[pair]]), int(group_of[second[pair]])
+                if gi == gj:
+                    continue
+                target = _target(instance, node_load, home, multi, pinned_group, gi, gj)
+                if target is None:
+                    continue
+                mi = members_of.get(gi, np.array([first[pair]]))
+                mj = members_of.get(gj, np.array([second[pair]]))
+                members = np.concatenate([mi, mj])
+                incoming = members[start[members] != target]
+                if single_moves_only and len(incoming) > 1:
+                    continue
+                extra = float(cost[incoming].sum())
+                arriving = float(instance.load[incoming].sum())
+                if precharge + extra > allowed + 1e-12:
+                    continue
+                if 100.0 * (node_load[target] + arriving) / instance.capacity[target] > cap * (1 + 1e-12):
+                    continue
+                np.subtract.at(node_load, start[incoming], instance.load[incoming])
+                node_load[target] += arriving
+                start = start.copy()
+                start[incoming] = target  # the members now count as being on the target (for later pairs)
+                group_of[mj] = gi
+                members_of[gi] = members
+                members_of.pop(gj, None)
+                home[gi] = target
+                multi[gi] = fixed[gi] = True
+                pinned_group[gi] |= pinned_group[gj]
+                precharge += extra
+                merged += 1
+                if merged >= max_pairs:
+                    break
             if merged >= max_pairs:
                 break
     # Renumber groups densely (merged pairs leave gaps).
@@ -358,7 +365,6 @@ def solve_albic(
     met = [a for a in attempts if a[0] <= config.max_load_distance]
     if met:
         _, best, _ = met[0]
-        lower = None
     else:
         # maxPL reached 0 (or the attempts ran out of time): the plain MILP, one unit per key group.
         plan = solve_milp(

@@ -49,6 +49,8 @@ def qualifying_pairs(
     qualifies = rate > avg[src] * score_factor
     lo, hi = np.minimum(src, dst)[qualifies], np.maximum(src, dst)[qualifies]
     keys = np.unique(lo * instance.n_units + hi)
+    if not len(keys):
+        return keys, keys, np.zeros(0)
     first, second = keys // instance.n_units, keys % instance.n_units
     weights = undirected_weights(instance)
     value = np.asarray(weights[first, second]).ravel()
