@@ -221,6 +221,88 @@ class UniversalHashParams(StrictModel):
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Draws the hash function from the family.")
 
 
+class AlbicParams(StrictModel):
+    """Madsen et al. Section 4.3.2 (Algorithm 2): collocate key groups that talk a lot, on top of the MILP. Needs
+    `traffic` (and each unit's `operator`); without traffic it is the plain MILP. With `target_utilization` or
+    `target_nodes` it runs one period of the adaptation framework (Section 4.1, Algorithm 1): plan, scaling decision,
+    re-plan on the scaled cluster (new nodes added, or nodes marked for removal drained under the budget)."""
+
+    name: Literal["albic"] = "albic"
+    max_load_distance: float = Field(
+        default=10.0,
+        gt=0.0,
+        le=1e6,
+        description="maxLD: while the plan is above it, partitions get smaller (10).",
+    )
+    max_partition_load: float = Field(
+        default=25.0,
+        ge=0.0,
+        le=1e6,
+        description="maxPL: largest partition load, in percent of the mean staying node capacity (25); 0 = the plain "
+        "MILP.",
+    )
+    step_partition_load: float = Field(
+        default=5.0,
+        gt=0.0,
+        le=1e6,
+        description="stepPL: maxPL falls by this while the plan is above maxLD (5).",
+    )
+    score_factor: float = Field(
+        default=1.5,
+        ge=0.0,
+        le=1e6,
+        description="sF: a pair qualifies when it sends more than sF x the average per downstream key group (1.5).",
+    )
+    pairs: Literal["one", "budget"] = Field(
+        default="one",
+        description="one: the paper's one new pair per period; budget: as many of the best pairs as the migration "
+        "budget (less balance_reserve) and maxLD allow.",
+    )
+    balance_reserve: float = Field(
+        default=0.25, ge=0.0, le=1.0, description="pairs=budget: share of the budget kept for balancing."
+    )
+    backend: Literal["cp-sat", "highs"] = "cp-sat"
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Breaks ties between equally good pairs.")
+    target_utilization: list[float] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=2,
+        description="Scaling decision: [lower, upper] mean utilization (%) of the staying nodes; outside it the "
+        "cluster is scaled to the node count nearest the middle.",
+    )
+    target_nodes: int | None = Field(
+        default=None, ge=1, le=10_000, description="Scaling decision: this many staying nodes."
+    )
+    new_node_capacity: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1e15,
+        description="Capacity of nodes a scale-out adds; default the mean staying capacity.",
+    )
+
+    @field_validator("target_utilization")
+    @classmethod
+    def _range(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and not (0.0 < value[0] <= value[1] <= 1e6):
+            raise ValueError("needs 0 < lower <= upper (percent)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_scaling_decision(self) -> "AlbicParams":
+        if self.target_utilization is not None and self.target_nodes is not None:
+            raise ValueError("give target_utilization or target_nodes, not both")
+        return self
+
+
+class ColaParams(StrictModel):
+    """COLA (Khandekar et al.) as Madsen et al. compare with it: partition the whole communication graph from scratch
+    into balanced parts (METIS), ignoring the current placement; parts are split further until maxLD holds. It ignores
+    the budget: with one, the plan is cut down to it (least collocation gain reverted first)."""
+
+    name: Literal["cola"] = "cola"
+    max_load_distance: float = Field(default=10.0, gt=0.0, le=1e6, description="maxLD (10).")
+
+
 AlgorithmParams = Annotated[
     MilpParams
     | FluxParams
@@ -231,6 +313,8 @@ AlgorithmParams = Annotated[
     | CorrelationPairwiseParams
     | ElbParams
     | ClbParams
-    | UniversalHashParams,
+    | UniversalHashParams
+    | AlbicParams
+    | ColaParams,
     Field(discriminator="name"),
 ]

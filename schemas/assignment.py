@@ -90,6 +90,11 @@ class AssignmentRequest(StrictModel):
     time_limit_s: PositiveFloat | None = Field(
         default=None, description="Wall-clock limit for the solver; the service default applies when null."
     )
+    serialization_cost: NonNegativeFloat | None = Field(
+        default=None,
+        description="Load units one unit of traffic rate costs while it crosses nodes (serialization, network): "
+        "with it every plan reports the load index.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- response
@@ -111,6 +116,11 @@ class Scaling(ResponseModel):
     )
     new_node_capacity: float = Field(
         default=100.0, description="Capacity the plan assumes for each added node."
+    )
+    drain_nodes: list[str] = Field(
+        default_factory=list,
+        description="Nodes the plan marks for removal (scale-in): nothing moves onto them; send them as draining "
+        "from now on; they are released once empty.",
     )
 
 
@@ -138,6 +148,15 @@ class PlanStats(ResponseModel):
         default=None,
         description="Theorem 1 of Xing et al.: var(X) / n^2, X the summed load series of the n non-draining nodes: "
         "no placement of that load has a smaller mean_node_load_variance; null without series.",
+    )
+    collocation_factor: float | None = Field(
+        default=None,
+        description="Share of the traffic rate whose two units share a node (Madsen et al.); null without traffic.",
+    )
+    load_index: float | None = Field(
+        default=None,
+        description="Estimated system load in percent of the state before the plan: crossing traffic costs "
+        "serialization_cost load units per unit of rate; null without serialization_cost.",
     )
 
 
@@ -221,10 +240,21 @@ def reference_errors(request: AssignmentRequest) -> list[tuple[Loc, str]]:
             (("body", "units"), f"more than {MAX_SERIES_VALUES} load values in all series together")
         )
 
+    seen_edges: dict[tuple[str, str], int] = {}
     for t, edge in enumerate(request.traffic):
         for end in ("src", "dst"):
             if getattr(edge, end) not in unit_ids:
                 errors.append((("body", "traffic", t, end), f"unknown unit {getattr(edge, end)!r}"))
+        if edge.src == edge.dst:
+            errors.append((("body", "traffic", t, "dst"), f"a unit does not send to itself ({edge.src!r})"))
+        first = seen_edges.setdefault((edge.src, edge.dst), t)
+        if first != t:
+            errors.append(
+                (
+                    ("body", "traffic", t),
+                    f"duplicate edge {edge.src!r} -> {edge.dst!r} (also traffic[{first}])",
+                )
+            )
 
     # Pinned load alone over capacity on every staying node: no plan can bring the cluster within capacity
     # (CONTRACT.md). A single such node still gets a plan: moving its other units off is what helps it most.

@@ -58,6 +58,7 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
         if request.budget.max_migrations is None
         else min(request.budget.max_migrations, len(units)),
         max_migration_cost=request.budget.max_migration_cost,
+        serialization_cost=request.serialization_cost,
     )
 
 
@@ -80,8 +81,14 @@ def to_response(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     cost = float(instance.state_size[moved].sum())
     total_state = float(instance.state_size.sum())
     before = cluster_stats(instance, instance.current)
-    after = cluster_stats(instance, assignment, added_capacity, np.array(removed, dtype=np.int64))
-    scaling = Scaling(add_nodes=[a.id for a in plan.added_nodes], remove_nodes=[node_ids[i] for i in removed])
+    # Nodes marked for removal (scale-in) no longer count as staying, like draining ones.
+    leaving = sorted(set(removed) | set(plan.marked_nodes))
+    after = cluster_stats(instance, assignment, added_capacity, np.array(leaving, dtype=np.int64))
+    scaling = Scaling(
+        add_nodes=[a.id for a in plan.added_nodes],
+        remove_nodes=[node_ids[i] for i in removed],
+        drain_nodes=[node_ids[i] for i in plan.marked_nodes],
+    )
     if plan.added_nodes:
         scaling.new_node_capacity = float(added_capacity[0])
     return PlanResponse(

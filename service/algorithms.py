@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from schemas import algorithms as params
 from schemas.assignment import MAX_NODES
-from solvers import baselines, correlation
+from solvers import albic, baselines, correlation
 from solvers.instance import AssignmentInstance, Plan
 from solvers.milp import solve_milp
 from solvers.stateful import clb, elb, universal_hash
@@ -143,5 +143,47 @@ REGISTRY: dict[str, AlgorithmSpec] = {
             lambda inst, p, t: universal_hash(inst, seed=p.seed),
             params.UniversalHashParams,
         ),
+        AlgorithmSpec(
+            "albic",
+            "Collocate key groups that talk a lot (one new pair per period, or as many as the budget allows) while the "
+            "MILP balances partitions of collocated key groups under maxLD; optionally one period of the adaptation "
+            "framework (scaling decision, then re-plan with new or draining nodes). Without traffic: the plain milp.",
+            "Madsen, Zhou & Cao, Sections 4.1 and 4.3.2 (Algorithms 1 and 2)",
+            ("traffic", "operator per unit", "mean load per unit", "budget"),
+            lambda inst, p, t: albic_plan(inst, p, t),
+            params.AlbicParams,
+        ),
+        AlgorithmSpec(
+            "cola",
+            "Baseline: balanced partitioning of the whole communication graph from scratch (METIS), one part per node, "
+            "split further until maxLD holds; ignores the current placement (cut down to the budget if one is given).",
+            "Khandekar et al. (COLA) as compared by Madsen, Zhou & Cao, Section 5.3",
+            ("traffic", "mean load per unit"),
+            lambda inst, p, t: albic.solve_cola(inst, max_load_distance=p.max_load_distance, time_limit_s=t),
+            params.ColaParams,
+        ),
     )
 }
+
+
+def albic_plan(instance: AssignmentInstance, p: params.AlbicParams, time_limit_s: float) -> Plan:
+    config = albic.AlbicConfig(
+        max_load_distance=p.max_load_distance,
+        max_partition_load=p.max_partition_load,
+        step_partition_load=p.step_partition_load,
+        score_factor=p.score_factor,
+        pairs=p.pairs,
+        balance_reserve=p.balance_reserve,
+        backend=p.backend,
+        seed=p.seed,
+    )
+    if p.target_utilization is None and p.target_nodes is None:
+        return albic.solve_albic(instance, config, time_limit_s)
+    policy = albic.ScalingPolicy(
+        target_utilization=None
+        if p.target_utilization is None
+        else (p.target_utilization[0], p.target_utilization[1]),
+        target_nodes=p.target_nodes,
+        new_node_capacity=p.new_node_capacity,
+    )
+    return albic.adapt(instance, lambda inst, t: albic.solve_albic(inst, config, t), policy, time_limit_s)

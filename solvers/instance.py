@@ -40,6 +40,10 @@ class AssignmentInstance:
     traffic_rate: FloatArray = field(default_factory=lambda: np.zeros(0))
     max_migrations: int | None = None
     max_migration_cost: float | None = None
+    # Load units that one unit of traffic rate costs when it crosses nodes (serialization): gives the load index.
+    serialization_cost: float | None = None
+    # A derived instance (ALBIC's partitions as units) keeps the cap of the instance it came from.
+    utilization_cap_override: float | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -83,6 +87,8 @@ class AssignmentInstance:
 
     def utilization_cap(self) -> float:
         """No node that receives units may end above this utilization: 100% or the current peak if higher."""
+        if self.utilization_cap_override is not None:
+            return self.utilization_cap_override
         placed = self.current >= 0
         if not placed.any():
             return max(100.0, self.mean_utilization)
@@ -118,4 +124,7 @@ class Plan:
     added_nodes: tuple[AddedNode, ...] = ()
     removed_nodes: tuple[int, ...] = ()  # node indices the plan empties and releases (besides drained nodes)
     lower_bound: float | None = None  # proven lower bound on the load distance
+    marked_nodes: tuple[
+        int, ...
+    ] = ()  # node indices the plan marks for removal (drained over the next periods)
     notes: list[str] = field(default_factory=list)

@@ -6,6 +6,9 @@ Definitions (shared by every algorithm; see schemas.assignment.PlanStats):
 - imbalance = variance of staying node loads in the latest window, imbalance_total = summed over windows (Guo & Zhou);
 - avg_load_correlation = mean Pearson correlation over pairs of staying node load series, mean_node_load_variance =
   mean variance of those series (Xing et al.). A constant series has no defined correlation: it counts as 0.
+- collocation_factor = share of the traffic rate whose two units share a node; load_index = estimated system load in
+  percent of the state before the plan, crossing traffic costing serialization_cost load units per unit of rate
+  (Madsen et al., Section 5);
 - min_mean_node_load_variance = var(X) / n^2, X the summed load series of the n staying nodes: by Xing et al.'s Theorem 1 no
   balanced placement has a smaller mean_node_load_variance (reached only when every node carries X / n).
 """
@@ -31,6 +34,36 @@ class ClusterStats:
     mean_node_load_variance: float | None
     parallelism: int
     min_mean_node_load_variance: float | None = None
+    collocation_factor: float | None = None
+    load_index: float | None = None
+
+
+def cross_traffic(instance: AssignmentInstance, assignment: IntArray) -> float:
+    """Traffic rate between units on different nodes (units without a node count as apart)."""
+    src, dst = assignment[instance.traffic_src], assignment[instance.traffic_dst]
+    apart = (src != dst) | (src < 0)
+    return float(instance.traffic_rate[apart].sum())
+
+
+def collocation_factor(instance: AssignmentInstance, assignment: IntArray) -> float | None:
+    """Share of the traffic rate whose two ends share a node (the paper's collocation factor), in [0, 1]; None without
+    traffic (no edge, or every rate 0)."""
+    total = float(instance.traffic_rate.sum())
+    if total <= 0.0:
+        return None
+    return 1.0 - cross_traffic(instance, assignment) / total
+
+
+def load_index(instance: AssignmentInstance, assignment: IntArray) -> float | None:
+    """Estimated system load of `assignment` in percent of the current one (the paper's load index, the current state
+    being 100 %): each unit of traffic rate that stops (starts) crossing nodes saves (costs) serialization_cost load
+    units; never below 0. None without a serialization cost or without load."""
+    cost = instance.serialization_cost
+    total = float(instance.load.sum())
+    if cost is None or total <= 0.0:
+        return None
+    saved = cost * (cross_traffic(instance, instance.current) - cross_traffic(instance, assignment))
+    return max(0.0, 100.0 * (total - saved) / total)
 
 
 def node_series(series: FloatArray, assignment: IntArray, n_nodes: int) -> FloatArray:
@@ -95,4 +128,6 @@ def cluster_stats(
         min_mean_node_load_variance=float(stay_series.sum(axis=0).var() / len(stay_series) ** 2)
         if has_series
         else None,
+        collocation_factor=collocation_factor(instance, assignment),
+        load_index=load_index(instance, assignment),
     )

@@ -106,6 +106,34 @@ def _matches(claimed: Any, computed: Any) -> bool:
     return _close(claimed, computed, abs(computed) if isinstance(computed, float) else 1.0)
 
 
+def _traffic_stats(
+    request: Mapping[str, Any],
+    total_load: float,
+    current: Mapping[str, str | None],
+    where: Mapping[str, str | None],
+) -> dict[str, float | None]:
+    """Collocation factor (share of the traffic rate between units on one node) and load index (estimated load in
+    percent of the state before, crossing traffic costing serialization_cost load units per unit of rate)."""
+    traffic = request.get("traffic") or []
+
+    def crossing(placement: Mapping[str, str | None]) -> float:
+        return math.fsum(
+            float(t["rate"])
+            for t in traffic
+            if placement.get(t["src"]) is None or placement.get(t["src"]) != placement.get(t["dst"])
+        )
+
+    total_rate = math.fsum(float(t["rate"]) for t in traffic)
+    factor = None if total_rate <= 0.0 else 1.0 - crossing(where) / total_rate
+    cost = request.get("serialization_cost")
+    index = None
+    if cost is not None and total_load > 0.0:
+        index = max(
+            0.0, 100.0 * (total_load - float(cost) * (crossing(current) - crossing(where))) / total_load
+        )
+    return {"collocation_factor": factor, "load_index": index}
+
+
 def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
     """Every violation found, as sentences; an empty list means the plan is valid for the request."""
     problems: list[str] = []
@@ -114,6 +142,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     scaling = plan.get("scaling") or {}
     added = list(scaling.get("add_nodes", []))
     removed = set(scaling.get("remove_nodes", []))
+    marked = set(scaling.get("drain_nodes", []))  # marked for removal by the plan (scale-in): like draining
     new_capacity = float(scaling.get("new_node_capacity", 100.0))
 
     for node_id in added:
@@ -122,6 +151,9 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     for node_id in removed:
         if node_id not in nodes and node_id not in added:
             problems.append(f"removed node {node_id!r} is unknown")
+    for node_id in marked:
+        if node_id not in nodes:
+            problems.append(f"node {node_id!r} marked for removal is unknown")
 
     capacity = {n: float(nodes[n].get("capacity", 100.0)) for n in nodes}
     capacity.update(dict.fromkeys(added, new_capacity))
@@ -154,6 +186,10 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
                 problems.append(f"pinned unit {unit_id!r} moved from {before!r} to {node_id!r}")
             if node_id in draining:
                 problems.append(f"unit {unit_id!r} moved onto draining node {node_id!r}")
+            if node_id in marked:
+                problems.append(
+                    f"unit {unit_id!r} moved onto node {node_id!r} that the plan marks for removal"
+                )
             receivers.add(node_id)
             if before is not None:
                 expected_moves[unit_id] = (before, node_id, float(unit.get("state_size", 0.0)))
@@ -202,10 +238,13 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     where_after = np.array([index[assignment[u]] for u in unit_ids])
     capacity_arr = np.array([capacity[n] for n in all_nodes])
     staying_before = np.array([n in nodes and n not in draining for n in all_nodes])
-    staying_after = np.array([n not in draining and n not in removed for n in all_nodes])
+    staying_after = np.array([n not in draining and n not in removed and n not in marked for n in all_nodes])
     before = _stats(unit_series, where_before, capacity_arr, staying_before)
     after = _stats(unit_series, where_after, capacity_arr, staying_after)
     # Added nodes hold nothing before the plan: they change no statistic of the before state.
+    total_load = math.fsum(unit_series.mean(axis=1).tolist()) if len(unit_ids) else 0.0
+    before.update(_traffic_stats(request, total_load, current, current))
+    after.update(_traffic_stats(request, total_load, current, assignment))
 
     # Capacity: a receiving node may not end above 100 % or the peak before, whichever is higher.
     cap = max(100.0, before["max_utilization"]) if any(current.values()) else None

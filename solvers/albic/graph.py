@@ -1,0 +1,134 @@
+"""The communication graph of key groups: ALBIC's scores (Algorithm 2, step 1), balanced graph
+partitioning (METIS through pymetis), union-find for ALBIC's sets (step 2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymetis
+import scipy.sparse as sp
+
+from solvers.instance import AssignmentInstance, FloatArray, IntArray
+
+# METIS takes integer weights: float weights are scaled so that the largest becomes this (and at least 1 where > 0).
+METIS_WEIGHT_SCALE = 1_000_000
+
+
+def undirected_weights(instance: AssignmentInstance) -> sp.csr_matrix:
+    """Symmetric (U, U) matrix: traffic between two units in both directions summed."""
+    n = instance.n_units
+    directed = sp.csr_matrix(
+        (instance.traffic_rate, (instance.traffic_src, instance.traffic_dst)), shape=(n, n), dtype=np.float64
+    )
+    return (directed + directed.T).tocsr()
+
+
+def qualifying_pairs(
+    instance: AssignmentInstance, score_factor: float
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """Step 1: pairs (g_k, g_j) with out(g_k, g_j) > avg(g_k) x sF, avg(g_k) = out(g_k) / the number of key groups of
+    the operators downstream of g_k's operator.
+
+    Where the paper is silent: the downstream operators of O are the operators of the units O's units send to (from
+    the traffic; units without an operator form one operator); a pair qualifies when either direction qualifies and is
+    returned once (i < j) with the traffic of both directions as its value (what collocating it saves)."""
+    if not len(instance.traffic_rate):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    labels = [op if op is not None else "" for op in instance.operators] or [""] * instance.n_units
+    _, op = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    op = op.astype(np.int64)
+    n_ops = int(op.max()) + 1
+    size = np.bincount(op, minlength=n_ops)
+    src, dst, rate = instance.traffic_src, instance.traffic_dst, instance.traffic_rate
+    links = np.unique(op[src] * n_ops + op[dst])
+    downstream_groups = np.bincount(links // n_ops, weights=size[links % n_ops], minlength=n_ops)
+    out = np.bincount(src, weights=rate, minlength=instance.n_units)
+    avg = out / np.maximum(downstream_groups[op], 1.0)
+    qualifies = rate > avg[src] * score_factor
+    lo, hi = np.minimum(src, dst)[qualifies], np.maximum(src, dst)[qualifies]
+    keys = np.unique(lo * instance.n_units + hi)
+    if not len(keys):
+        return keys, keys, np.zeros(0)
+    first, second = keys // instance.n_units, keys % instance.n_units
+    weights = undirected_weights(instance)
+    value = np.asarray(weights[first, second]).ravel()
+    return first.astype(np.int64), second.astype(np.int64), value
+
+
+class UnionFind:
+    """Disjoint sets over 0..n-1 (ALBIC's calcSets: pairs sharing a key group end in one set)."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = np.arange(n)
+
+    def find(self, x: int) -> int:
+        root = x
+        while self.parent[root] != root:
+            root = int(self.parent[root])
+        while self.parent[x] != root:  # path compression
+            self.parent[x], x = root, int(self.parent[x])
+        return root
+
+    def union(self, a: int, b: int) -> int:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+        return ra
+
+    def sets(self) -> list[IntArray]:
+        roots = np.array([self.find(i) for i in range(len(self.parent))], dtype=np.int64)
+        order = np.argsort(roots, kind="stable")
+        splits = np.flatnonzero(np.diff(roots[order])) + 1
+        return [np.asarray(g, dtype=np.int64) for g in np.split(order, splits)]
+
+
+def _integer_weights(values: FloatArray, minimum: int) -> list[int]:
+    top = float(values.max()) if len(values) else 0.0
+    if top <= 0.0:
+        return [max(minimum, 1)] * len(values)
+    scaled = np.ceil(values / top * METIS_WEIGHT_SCALE).astype(np.int64)
+    return np.maximum(scaled, minimum).tolist()
+
+
+def partition_graph(
+    members: IntArray,
+    weights: sp.csr_matrix,
+    vertex_weight: FloatArray,
+    n_parts: int,
+    target_share: FloatArray | None = None,
+) -> list[IntArray]:
+    """Balanced graph partitioning (METIS k-way, minimum weighted edge cut) of the subgraph on `members` into at most
+    `n_parts` non-empty parts; `target_share` gives each part's share of the vertex weight (default equal).
+
+    Always returns at least min(n_parts, len(members)) parts when n_parts >= 2, so callers that split again make
+    strict progress: a METIS answer that leaves parts empty is completed by splitting the heaviest parts in halves."""
+    n = len(members)
+    if n_parts <= 1 or n <= 1:
+        return [members]
+    if n_parts >= n:
+        return [members[i : i + 1] for i in range(n)]
+    sub = weights[members][:, members].tocsr()
+    sub.setdiag(0.0)
+    sub.eliminate_zeros()
+    adjacency_weights = _integer_weights(sub.data, 1) if sub.nnz else []
+    shares = (
+        None if target_share is None else (np.asarray(target_share) / float(np.sum(target_share))).tolist()
+    )
+    _, membership = pymetis.part_graph(
+        n_parts,
+        pymetis.CSRAdjacency(sub.indptr.tolist(), sub.indices.tolist()),
+        vweights=_integer_weights(np.asarray(vertex_weight, dtype=np.float64), 1),
+        eweights=adjacency_weights or None,
+        tpwgts=shares,
+    )
+    label = np.asarray(membership, dtype=np.int64)
+    parts = [members[label == p] for p in range(n_parts) if np.any(label == p)]
+    # METIS may leave a part empty (tiny or disconnected graphs): halve the heaviest parts until there are enough.
+    while len(parts) < n_parts:
+        heaviest = max(range(len(parts)), key=lambda i: (len(parts[i]) > 1, len(parts[i])))
+        piece = parts.pop(heaviest)
+        half = math.ceil(len(piece) / 2)
+        parts += [piece[:half], piece[half:]]
+    return parts
