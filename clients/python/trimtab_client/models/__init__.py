@@ -1,15 +1,22 @@
 """Contains all the data models used in inputs/outputs"""
 
+from .albic_params import AlbicParams
+from .albic_params_backend import AlbicParamsBackend
+from .albic_params_pairs import AlbicParamsPairs
 from .algorithm_catalog import AlgorithmCatalog
 from .algorithm_info import AlgorithmInfo
 from .algorithm_info_parameters import AlgorithmInfoParameters
 from .assignment_request import AssignmentRequest
 from .budget import Budget
 from .clb_params import ClbParams
+from .clb_params_variant import ClbParamsVariant
+from .cola_params import ColaParams
 from .correlation_global_params import CorrelationGlobalParams
+from .correlation_global_params_variant import CorrelationGlobalParamsVariant
 from .correlation_pairwise_params import CorrelationPairwiseParams
 from .correlation_pairwise_params_variant import CorrelationPairwiseParamsVariant
 from .elb_params import ElbParams
+from .elb_params_variant import ElbParamsVariant
 from .field_error import FieldError
 from .flux_params import FluxParams
 from .largest_load_first_params import LargestLoadFirstParams
@@ -41,16 +48,23 @@ from .unit_resources import UnitResources
 from .universal_hash_params import UniversalHashParams
 
 __all__ = (
+    "AlbicParams",
+    "AlbicParamsBackend",
+    "AlbicParamsPairs",
     "AlgorithmCatalog",
     "AlgorithmInfo",
     "AlgorithmInfoParameters",
     "AssignmentRequest",
     "Budget",
     "ClbParams",
+    "ClbParamsVariant",
+    "ColaParams",
     "CorrelationGlobalParams",
+    "CorrelationGlobalParamsVariant",
     "CorrelationPairwiseParams",
     "CorrelationPairwiseParamsVariant",
     "ElbParams",
+    "ElbParamsVariant",
     "FieldError",
     "FluxParams",
     "LargestLoadFirstParams",

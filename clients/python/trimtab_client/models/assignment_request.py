@@ -8,8 +8,10 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.albic_params import AlbicParams
     from ..models.budget import Budget
     from ..models.clb_params import ClbParams
+    from ..models.cola_params import ColaParams
     from ..models.correlation_global_params import CorrelationGlobalParams
     from ..models.correlation_pairwise_params import CorrelationPairwiseParams
     from ..models.elb_params import ElbParams
@@ -33,9 +35,12 @@ class AssignmentRequest:
     Attributes:
         nodes (list[Node]):
         units (list[Unit]):
-        algorithm (ClbParams | CorrelationGlobalParams | CorrelationPairwiseParams | ElbParams | FluxParams |
-            LargestLoadFirstParams | MilpParams | RandomParams | RoundRobinParams | UniversalHashParams | Unset):
+        algorithm (AlbicParams | ClbParams | ColaParams | CorrelationGlobalParams | CorrelationPairwiseParams |
+            ElbParams | FluxParams | LargestLoadFirstParams | MilpParams | RandomParams | RoundRobinParams |
+            UniversalHashParams | Unset):
         budget (Budget | Unset):
+        serialization_cost (float | None | Unset): Load units one unit of traffic rate costs while it crosses nodes
+            (serialization, network): with it every plan reports the load index.
         time_limit_s (float | None | Unset): Wall-clock limit for the solver; the service default applies when null.
         traffic (list[Traffic] | Unset):
     """
@@ -43,7 +48,9 @@ class AssignmentRequest:
     nodes: list[Node]
     units: list[Unit]
     algorithm: (
-        ClbParams
+        AlbicParams
+        | ClbParams
+        | ColaParams
         | CorrelationGlobalParams
         | CorrelationPairwiseParams
         | ElbParams
@@ -56,10 +63,12 @@ class AssignmentRequest:
         | Unset
     ) = UNSET
     budget: Budget | Unset = UNSET
+    serialization_cost: float | None | Unset = UNSET
     time_limit_s: float | None | Unset = UNSET
     traffic: list[Traffic] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.albic_params import AlbicParams  # noqa: PLC0415
         from ..models.clb_params import ClbParams  # noqa: PLC0415
         from ..models.correlation_global_params import CorrelationGlobalParams  # noqa: PLC0415
         from ..models.correlation_pairwise_params import CorrelationPairwiseParams  # noqa: PLC0415
@@ -69,6 +78,7 @@ class AssignmentRequest:
         from ..models.milp_params import MilpParams  # noqa: PLC0415
         from ..models.random_params import RandomParams  # noqa: PLC0415
         from ..models.round_robin_params import RoundRobinParams  # noqa: PLC0415
+        from ..models.universal_hash_params import UniversalHashParams  # noqa: PLC0415
 
         nodes = []
         for nodes_item_data in self.nodes:
@@ -101,12 +111,22 @@ class AssignmentRequest:
             algorithm = self.algorithm.to_dict()
         elif isinstance(self.algorithm, ClbParams):
             algorithm = self.algorithm.to_dict()
+        elif isinstance(self.algorithm, UniversalHashParams):
+            algorithm = self.algorithm.to_dict()
+        elif isinstance(self.algorithm, AlbicParams):
+            algorithm = self.algorithm.to_dict()
         else:
             algorithm = self.algorithm.to_dict()
 
         budget: dict[str, Any] | Unset = UNSET
         if not isinstance(self.budget, Unset):
             budget = self.budget.to_dict()
+
+        serialization_cost: float | None | Unset
+        if isinstance(self.serialization_cost, Unset):
+            serialization_cost = UNSET
+        else:
+            serialization_cost = self.serialization_cost
 
         time_limit_s: float | None | Unset
         if isinstance(self.time_limit_s, Unset):
@@ -133,6 +153,8 @@ class AssignmentRequest:
             field_dict["algorithm"] = algorithm
         if budget is not UNSET:
             field_dict["budget"] = budget
+        if serialization_cost is not UNSET:
+            field_dict["serialization_cost"] = serialization_cost
         if time_limit_s is not UNSET:
             field_dict["time_limit_s"] = time_limit_s
         if traffic is not UNSET:
@@ -142,8 +164,10 @@ class AssignmentRequest:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.albic_params import AlbicParams  # noqa: PLC0415
         from ..models.budget import Budget  # noqa: PLC0415
         from ..models.clb_params import ClbParams  # noqa: PLC0415
+        from ..models.cola_params import ColaParams  # noqa: PLC0415
         from ..models.correlation_global_params import CorrelationGlobalParams  # noqa: PLC0415
         from ..models.correlation_pairwise_params import CorrelationPairwiseParams  # noqa: PLC0415
         from ..models.elb_params import ElbParams  # noqa: PLC0415
@@ -175,7 +199,9 @@ class AssignmentRequest:
         def _parse_algorithm(
             data: object,
         ) -> (
-            ClbParams
+            AlbicParams
+            | ClbParams
+            | ColaParams
             | CorrelationGlobalParams
             | CorrelationPairwiseParams
             | ElbParams
@@ -261,11 +287,27 @@ class AssignmentRequest:
                 return algorithm_type_8
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                algorithm_type_9 = UniversalHashParams.from_dict(data)
+
+                return algorithm_type_9
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                algorithm_type_10 = AlbicParams.from_dict(data)
+
+                return algorithm_type_10
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
             if not isinstance(data, dict):
                 raise TypeError()
-            algorithm_type_9 = UniversalHashParams.from_dict(data)
+            algorithm_type_11 = ColaParams.from_dict(data)
 
-            return algorithm_type_9
+            return algorithm_type_11
 
         algorithm = _parse_algorithm(d.pop("algorithm", UNSET))
 
@@ -275,6 +317,15 @@ class AssignmentRequest:
             budget = UNSET
         else:
             budget = Budget.from_dict(_budget)
+
+        def _parse_serialization_cost(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        serialization_cost = _parse_serialization_cost(d.pop("serialization_cost", UNSET))
 
         def _parse_time_limit_s(data: object) -> float | None | Unset:
             if data is None:
@@ -299,6 +350,7 @@ class AssignmentRequest:
             units=units,
             algorithm=algorithm,
             budget=budget,
+            serialization_cost=serialization_cost,
             time_limit_s=time_limit_s,
             traffic=traffic,
         )

@@ -15,7 +15,8 @@ class Budget:
     """
     Attributes:
         max_migration_cost (float | None | Unset): Sum of the moved units' state_size stays at or below this.
-        max_migrations (int | None | Unset): At most this many units move.
+        max_migrations (int | None | Unset): At most this many units move (values above the number of units mean no
+            count limit).
     """
 
     max_migration_cost: float | None | Unset = UNSET

@@ -5,6 +5,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.clb_params_variant import ClbParamsVariant
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="ClbParams")
@@ -20,11 +21,16 @@ class ClbParams:
             name (Literal['clb'] | Unset):  Default: 'clb'.
             threshold (float | Unset): theta: substreams whose load correlation with the split substream is at least theta
                 are separated from it. Default: 0.0.
+            variant (ClbParamsVariant | Unset): improved (default): minimize the paper's objective sum_t var(L_t) over the m
+                windows (loads scaled to the mean capacity) with the state moved second, by local search from the current
+                placement and from the paper's plan; never worse than the current placement (else `unchanged`). paper: Algorithm
+                2 as published, for reproductions. Default: ClbParamsVariant.IMPROVED.
     """
 
     m: int | None | Unset = UNSET
     name: Literal["clb"] | Unset = "clb"
     threshold: float | Unset = 0.0
+    variant: ClbParamsVariant | Unset = ClbParamsVariant.IMPROVED
 
     def to_dict(self) -> dict[str, Any]:
         m: int | None | Unset
@@ -37,6 +43,10 @@ class ClbParams:
 
         threshold = self.threshold
 
+        variant: str | Unset = UNSET
+        if not isinstance(self.variant, Unset):
+            variant = self.variant.value
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -46,6 +56,8 @@ class ClbParams:
             field_dict["name"] = name
         if threshold is not UNSET:
             field_dict["threshold"] = threshold
+        if variant is not UNSET:
+            field_dict["variant"] = variant
 
         return field_dict
 
@@ -68,10 +80,18 @@ class ClbParams:
 
         threshold = d.pop("threshold", UNSET)
 
+        _variant = d.pop("variant", UNSET)
+        variant: ClbParamsVariant | Unset
+        if isinstance(_variant, Unset):
+            variant = UNSET
+        else:
+            variant = ClbParamsVariant(_variant)
+
         clb_params = cls(
             m=m,
             name=name,
             threshold=threshold,
+            variant=variant,
         )
 
         return clb_params

@@ -20,6 +20,9 @@ class CorrelationPairwiseParams:
             delta (float | Unset): Score threshold for an operator exchange (selective exchange; Table 2: 0.2). Scores lie
                 in [-1, 1]; the paper requires delta > 0. Default: 0.2.
             epsilon (float | Unset): Load balancing threshold, a fraction of node capacity (0.1). Default: 0.1.
+            max_spread (float | None | Unset): After the pair-wise step, moves and swaps within the budget until node mean
+                utilizations lie within max_spread points and no node exceeds 100 % in any window, where reachable (null: the
+                paper's algorithm alone). Default: 5.0.
             name (Literal['correlation-pairwise'] | Unset):  Default: 'correlation-pairwise'.
             theta (float | Unset): Correlation improvement threshold for the improved variants (Table 2: 0.8). Default: 0.8.
             variant (CorrelationPairwiseParamsVariant | Unset): one-way (3.3.1), two-way redistribution (3.3.2), selective-
@@ -29,6 +32,7 @@ class CorrelationPairwiseParams:
 
     delta: float | Unset = 0.2
     epsilon: float | Unset = 0.1
+    max_spread: float | None | Unset = 5.0
     name: Literal["correlation-pairwise"] | Unset = "correlation-pairwise"
     theta: float | Unset = 0.8
     variant: CorrelationPairwiseParamsVariant | Unset = CorrelationPairwiseParamsVariant.IMPROVED_SELECTIVE_EXCHANGE
@@ -37,6 +41,12 @@ class CorrelationPairwiseParams:
         delta = self.delta
 
         epsilon = self.epsilon
+
+        max_spread: float | None | Unset
+        if isinstance(self.max_spread, Unset):
+            max_spread = UNSET
+        else:
+            max_spread = self.max_spread
 
         name = self.name
 
@@ -53,6 +63,8 @@ class CorrelationPairwiseParams:
             field_dict["delta"] = delta
         if epsilon is not UNSET:
             field_dict["epsilon"] = epsilon
+        if max_spread is not UNSET:
+            field_dict["max_spread"] = max_spread
         if name is not UNSET:
             field_dict["name"] = name
         if theta is not UNSET:
@@ -68,6 +80,15 @@ class CorrelationPairwiseParams:
         delta = d.pop("delta", UNSET)
 
         epsilon = d.pop("epsilon", UNSET)
+
+        def _parse_max_spread(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        max_spread = _parse_max_spread(d.pop("max_spread", UNSET))
 
         name = cast(Literal["correlation-pairwise"] | Unset, d.pop("name", UNSET))
         if name != "correlation-pairwise" and not isinstance(name, Unset):
@@ -85,6 +106,7 @@ class CorrelationPairwiseParams:
         correlation_pairwise_params = cls(
             delta=delta,
             epsilon=epsilon,
+            max_spread=max_spread,
             name=name,
             theta=theta,
             variant=variant,

@@ -5,6 +5,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.elb_params_variant import ElbParamsVariant
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="ElbParams")
@@ -24,6 +25,11 @@ class ElbParams:
             tolerance (float | None | Unset): Instead of lower/upper: [v, u] = mean x (1 -/+ tolerance), the mean being the
                 latest-window load per non-draining node (keeps the parallelism). Default 0.1 when neither is given.
             upper (float | None | Unset): u: highest acceptable instance load, in load units.
+            variant (ElbParamsVariant | Unset): improved (default): [lower, upper] is the range of a node of the mean
+                capacity, scaled by capacity for the others; acts only when an instance is outside its range; repairs the
+                greedy's plan to end inside the range with the least state moved it can, and says in notes why when the range is
+                unreachable. paper: Algorithm 1 as published (load units, always runs), for reproductions. Default:
+                ElbParamsVariant.IMPROVED.
     """
 
     lower: float | None | Unset = UNSET
@@ -31,6 +37,7 @@ class ElbParams:
     new_node_capacity: float | None | Unset = UNSET
     tolerance: float | None | Unset = UNSET
     upper: float | None | Unset = UNSET
+    variant: ElbParamsVariant | Unset = ElbParamsVariant.IMPROVED
 
     def to_dict(self) -> dict[str, Any]:
         lower: float | None | Unset
@@ -59,6 +66,10 @@ class ElbParams:
         else:
             upper = self.upper
 
+        variant: str | Unset = UNSET
+        if not isinstance(self.variant, Unset):
+            variant = self.variant.value
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -72,6 +83,8 @@ class ElbParams:
             field_dict["tolerance"] = tolerance
         if upper is not UNSET:
             field_dict["upper"] = upper
+        if variant is not UNSET:
+            field_dict["variant"] = variant
 
         return field_dict
 
@@ -119,12 +132,20 @@ class ElbParams:
 
         upper = _parse_upper(d.pop("upper", UNSET))
 
+        _variant = d.pop("variant", UNSET)
+        variant: ElbParamsVariant | Unset
+        if isinstance(_variant, Unset):
+            variant = UNSET
+        else:
+            variant = ElbParamsVariant(_variant)
+
         elb_params = cls(
             lower=lower,
             name=name,
             new_node_capacity=new_node_capacity,
             tolerance=tolerance,
             upper=upper,
+            variant=variant,
         )
 
         return elb_params

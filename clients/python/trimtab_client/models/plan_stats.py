@@ -24,6 +24,10 @@ class PlanStats:
         parallelism (int): Nodes that hold at least one unit.
         avg_load_correlation (float | None | Unset): Mean pairwise correlation of node load series (Xing et al.); null
             without series.
+        collocation_factor (float | None | Unset): Share of the traffic rate whose two units share a node (Madsen et
+            al.); null without traffic.
+        load_index (float | None | Unset): Estimated system load in percent of the state before the plan: crossing
+            traffic costs serialization_cost load units per unit of rate; null without serialization_cost.
         mean_node_load_variance (float | None | Unset): Mean over nodes of the variance of the node's load series; null
             without series.
         min_mean_node_load_variance (float | None | Unset): Theorem 1 of Xing et al.: var(X) / n^2, X the summed load
@@ -38,6 +42,8 @@ class PlanStats:
     min_utilization: float
     parallelism: int
     avg_load_correlation: float | None | Unset = UNSET
+    collocation_factor: float | None | Unset = UNSET
+    load_index: float | None | Unset = UNSET
     mean_node_load_variance: float | None | Unset = UNSET
     min_mean_node_load_variance: float | None | Unset = UNSET
 
@@ -59,6 +65,18 @@ class PlanStats:
             avg_load_correlation = UNSET
         else:
             avg_load_correlation = self.avg_load_correlation
+
+        collocation_factor: float | None | Unset
+        if isinstance(self.collocation_factor, Unset):
+            collocation_factor = UNSET
+        else:
+            collocation_factor = self.collocation_factor
+
+        load_index: float | None | Unset
+        if isinstance(self.load_index, Unset):
+            load_index = UNSET
+        else:
+            load_index = self.load_index
 
         mean_node_load_variance: float | None | Unset
         if isinstance(self.mean_node_load_variance, Unset):
@@ -86,6 +104,10 @@ class PlanStats:
         )
         if avg_load_correlation is not UNSET:
             field_dict["avg_load_correlation"] = avg_load_correlation
+        if collocation_factor is not UNSET:
+            field_dict["collocation_factor"] = collocation_factor
+        if load_index is not UNSET:
+            field_dict["load_index"] = load_index
         if mean_node_load_variance is not UNSET:
             field_dict["mean_node_load_variance"] = mean_node_load_variance
         if min_mean_node_load_variance is not UNSET:
@@ -117,6 +139,24 @@ class PlanStats:
 
         avg_load_correlation = _parse_avg_load_correlation(d.pop("avg_load_correlation", UNSET))
 
+        def _parse_collocation_factor(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        collocation_factor = _parse_collocation_factor(d.pop("collocation_factor", UNSET))
+
+        def _parse_load_index(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        load_index = _parse_load_index(d.pop("load_index", UNSET))
+
         def _parse_mean_node_load_variance(data: object) -> float | None | Unset:
             if data is None:
                 return data
@@ -143,6 +183,8 @@ class PlanStats:
             min_utilization=min_utilization,
             parallelism=parallelism,
             avg_load_correlation=avg_load_correlation,
+            collocation_factor=collocation_factor,
+            load_index=load_index,
             mean_node_load_variance=mean_node_load_variance,
             min_mean_node_load_variance=min_mean_node_load_variance,
         )

@@ -17,11 +17,11 @@ class SplitterModel:
     """What the splitter model learned so far; send it back unchanged on the next call.
 
     Attributes:
-        calls (int): Calls that built this model.
+        calls (int): Calls that built this model (saturates at 2**53).
         connections (list[ModelConnection]):
         observed_at (float): observed_at of the previous call.
         resolution (int):
-        version (int): Model format version; this service reads version 1.
+        version (int): Model format version; this service writes 2 and migrates (1,).
     """
 
     calls: int

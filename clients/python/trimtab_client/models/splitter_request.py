@@ -25,11 +25,16 @@ class SplitterRequest:
         clustering (SplitterRequestClustering | Unset): Pool similar connections into clusters (Section 5.3); auto: on
             from 16 connections. Default: SplitterRequestClustering.AUTO.
         exploration_decay (float | Unset): Data points above a connection's current weight shrink by this fraction per
-            call (Section 5.4); 0 disables exploration (LB-static). Default: 0.1.
-        max_change (int | None | Unset): Each weight moves at most this much per call (bounds m_j, M_j of Section 5.2);
-            null: free.
+            second of elapsed time (Section 5.4: per 1 s statistics interval), scaled by each connection's back-off; 0
+            disables exploration (LB-static). Default: 0.1.
+        max_change (int | None | Unset): Each weight moves at most this much per call (bounds m_j, M_j of Section 5.2;
+            values above resolution mean free). null: evidence-limited steps (a weight rises by at most an eighth of itself
+            or a probe share per call; it falls freely; a newcomer at weight 0 starts at a probe share).
         model (None | SplitterModel | Unset): The `model` of the previous response; null on the first call.
         resolution (int | Unset): Weights are in units of 1/resolution (1000 = 0.1% steps). Default: 1000.
+        steady_weights (bool | Unset): Change weights only when the predicted gain exceeds the measurement noise, and
+            count the transition after a weight change less; false: the paper's variant (re-optimise every call). Default:
+            True.
     """
 
     connections: list[SplitterConnection]
@@ -39,6 +44,7 @@ class SplitterRequest:
     max_change: int | None | Unset = UNSET
     model: None | SplitterModel | Unset = UNSET
     resolution: int | Unset = 1000
+    steady_weights: bool | Unset = True
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.splitter_model import SplitterModel  # noqa: PLC0415
@@ -72,6 +78,8 @@ class SplitterRequest:
 
         resolution = self.resolution
 
+        steady_weights = self.steady_weights
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -90,6 +98,8 @@ class SplitterRequest:
             field_dict["model"] = model
         if resolution is not UNSET:
             field_dict["resolution"] = resolution
+        if steady_weights is not UNSET:
+            field_dict["steady_weights"] = steady_weights
 
         return field_dict
 
@@ -145,6 +155,8 @@ class SplitterRequest:
 
         resolution = d.pop("resolution", UNSET)
 
+        steady_weights = d.pop("steady_weights", UNSET)
+
         splitter_request = cls(
             connections=connections,
             observed_at=observed_at,
@@ -153,6 +165,7 @@ class SplitterRequest:
             max_change=max_change,
             model=model,
             resolution=resolution,
+            steady_weights=steady_weights,
         )
 
         return splitter_request

@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+
+class ClbParamsVariant(StrEnum):
+    IMPROVED = "improved"
+    PAPER = "paper"
+
+    def __str__(self) -> str:
+        return str(self.value)
