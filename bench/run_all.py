@@ -16,13 +16,21 @@ import time
 BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("bench.milp_quality", ["--seeds", "3"], ["--seeds", "1"]),
     ("bench.milp_scale", [], []),
+    ("bench.milp_skew", [], ["--only", "flights-day"]),
+    ("bench.albic.experiments", [], []),
     ("bench.correlation.experiments", ["--seeds", "5"], ["--seeds", "1"]),
     ("bench.stateful.speed", [], ["--repeats", "20"]),
     ("bench.stateful.experiments", [], ["--n", "10"]),
+    ("bench.stateful.elb_range", [], []),
+    ("bench.stateful.clb_guard", [], ["--seeds", "3"]),
+    ("bench.correlation.limits", [], []),
     ("bench.splitter.speed", [], []),
     ("bench.splitter.run", [], ["--quick"]),
     ("bench.spark.stats_speed", [], ["--repeats", "1"]),
     ("bench.spark.main_job", [], []),
+    ("bench.reliability.throughput", [], ["--rounds", "1"]),
+    ("bench.reliability.deadlines", [], ["--shapes", "units"]),
+    ("bench.reliability.fuzz", [], ["--examples", "1000"]),
 ]
 
 
