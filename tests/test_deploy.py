@@ -180,7 +180,8 @@ def test_dockerfile_service_stage_healthcheck_workers_and_entry_point() -> None:
     assert re.search(r'^CMD \["trimtab", "serve"\]$', stage, flags=re.M)
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["trimtab"] == "service.cli:app"
-    assert '"service.main:app"' in (ROOT / "service" / "cli.py").read_text()
+    assert "run_server" in (ROOT / "service" / "cli.py").read_text()  # one way to serve: service.server
+    assert '"service.main:app"' in (ROOT / "service" / "server.py").read_text()
 
 
 def test_dockerfile_copies_every_package_of_the_distribution() -> None:

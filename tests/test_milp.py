@@ -235,3 +235,30 @@ def test_terminates_with_a_valid_plan_on_tie_heavy_loads(
     d = inst.load_distance(plan.assignment)
     assert d <= inst.load_distance(inst.current) + 1e-9
     assert plan.lower_bound is not None and plan.lower_bound <= d + 1e-9
+
+
+def test_a_cost_budget_far_above_tiny_state_sizes_is_no_integer_overflow() -> None:
+    """Found by the fuzz test (500): a budget of 5 over a state size of 1e-100 gave CP-SAT a room of 1e100."""
+    from schemas.assignment import AssignmentRequest
+    from service.adapters import to_instance, to_response
+    from solvers.plan_check import check_plan
+
+    body = {
+        "nodes": [{"id": "n0", "capacity": 1.0}, {"id": "n1", "capacity": 50.5}],
+        "units": [
+            {"id": "u0", "load": [1e6, 1e15, 0.1, 16.0], "node": "n0"},
+            {"id": "u1", "load": [20.0, 0.1, 79.2, 21.0], "node": "n1", "pinned": True},
+            {"id": "u2", "load": [92.2, 0.33, 43.8, 19.0], "node": "n0"},
+            {"id": "u3", "load": [9.0, 1e-9, 93.7, 1e12], "node": "n0", "pinned": True},
+            {"id": "u4", "load": [3.0, 0.1, 2.0, 2.0], "node": "n0", "pinned": True, "state_size": 1e6},
+            {"id": "u5", "load": [0.1, 14.0, 0.33, 54.3], "state_size": 1e-9},
+            {"id": "u6", "load": [0.1, 10.0, 15.0, 67.9], "node": "n1", "state_size": 1.9e-100},
+            {"id": "u7", "load": [24.0, 1.0, 20.0, 1e12]},
+        ],
+        "budget": {"max_migration_cost": 5.0},
+    }
+    request = AssignmentRequest.model_validate(body)
+    instance = to_instance(request)
+    plan = solve_milp(instance, time_limit_s=0.5)
+    response = to_response(instance, plan, "milp", 1.0)
+    assert check_plan(request.model_dump(mode="json"), response.model_dump(mode="json", by_alias=True)) == []

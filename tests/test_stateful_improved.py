@@ -346,3 +346,37 @@ def test_unit_without_node_that_fits_nowhere_is_422_naming_it(client: TestClient
     response = client.post(PLAN, json=body(units, nodes, {"name": name}))
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["loc"] == ["body", "units", 1, "load"]
+
+
+def test_elb_places_a_unit_without_a_node_when_the_repair_starts_afresh() -> None:
+    """Found by the fuzz test (500): the repair's second start, from the current placement, left a unit without a
+    node unplaced, and ELB returned it so."""
+    from schemas.assignment import AssignmentRequest
+    from service.adapters import to_instance, to_response
+    from service.algorithms import REGISTRY
+    from solvers.plan_check import check_plan
+
+    body = {
+        "nodes": [
+            {"id": "n0", "capacity": 1e6},
+            {"id": "n1", "capacity": 1e6},
+            {"id": "n2", "capacity": 1.0, "draining": True},
+        ],
+        "units": [
+            {"id": "u0", "load": 9.0, "node": "n1"},
+            {"id": "u1", "load": 26.0},
+            {"id": "u2", "load": 4.0, "node": "n2"},
+            {"id": "u3", "load": 0.0, "node": "n2"},
+            {"id": "u4", "load": 25.0, "node": "n0", "pinned": True, "state_size": 6.0},
+            {"id": "u5", "load": 9.0, "node": "n1", "state_size": 1e-9},
+            {"id": "u6", "load": 8.0, "node": "n1"},
+        ],
+        "algorithm": {"name": "elb", "lower": 124.83806326512045, "upper": 169.70022579290483},
+        "budget": {"max_migrations": 3, "max_migration_cost": 1e15},
+    }
+    request = AssignmentRequest.model_validate(body)
+    instance = to_instance(request)
+    plan = REGISTRY["elb"].solve(instance, request.algorithm, 1.0)
+    assert (plan.assignment >= 0).all()
+    response = to_response(instance, plan, "elb", 1.0)
+    assert check_plan(request.model_dump(mode="json"), response.model_dump(mode="json", by_alias=True)) == []

@@ -406,6 +406,10 @@ def _repair(cluster: Cluster, ranges: Ranges, deadline: float, notes: list[str])
         # instances only: on large ones a second search would double the decision time).
         fresh = Cluster.start(inst, len(cluster.capacity) - inst.n_nodes, float(cluster.capacity[-1]))
         fresh.leaving = cluster.leaving.copy()
+        # Units without a node keep the greedy's placement: the repair only moves placed units (found by the fuzz
+        # test: the fresh start left them without a node).
+        for unit in np.flatnonzero(inst.current == UNPLACED).tolist():
+            fresh.place(unit, int(cluster.assignment[unit]))
         repair(fresh, ranges, deadline)
         candidates.append(fresh)
     if greedy_outside:
