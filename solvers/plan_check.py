@@ -279,6 +279,9 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     if floor is not None and variance is not None and variance < floor * (1 - 1e-9) - 1e-9:
         problems.append(f"mean node load variance {variance} is below the Theorem 1 minimum {floor}")
     bound = (plan.get("lower_bound") or {}).get("load_distance")
-    if bound is not None and bound > after["load_distance"] + 1e-6:
+    # The load distance is a difference of utilizations: float rounding grows with their size (loads of 1e15 on a
+    # node of 100 differ by several 0.01 points between two summation orders; found by the fuzz test).
+    rounding = 1e-6 + 1e-10 * max(abs(after["max_utilization"] or 0.0), abs(before["max_utilization"] or 0.0))
+    if bound is not None and bound > after["load_distance"] + rounding:
         problems.append(f"lower bound {bound} exceeds the plan's load distance {after['load_distance']}")
     return problems

@@ -178,6 +178,26 @@ def test_lower_bound_equal_to_the_distance_is_fine() -> None:
     assert check_plan(REQUEST, plan) == []
 
 
+def test_lower_bound_within_float_rounding_of_huge_utilizations_is_fine() -> None:
+    """Found by the fuzz test (validator 500): one node holding loads of 1e15 has a load distance of 0 that two
+    summation orders see as 0.0 and 0.125; a bound within that rounding is no violation, one far above still is."""
+    request = {
+        "nodes": [{"id": "n0", "capacity": 100.0}],
+        "units": [
+            {"id": "u0", "node": "n0", "load": [99.0, 0.99999, 24.0]},
+            {"id": "u1", "node": "n0", "load": [1e15, 2.5e-189, 77.7]},
+        ],
+    }
+    instance = to_instance(AssignmentRequest.model_validate(request))
+    plan = to_response(
+        instance, Plan(assignment=instance.current.copy(), status="unchanged"), "test", 1.0
+    ).model_dump(mode="json", by_alias=True)
+    plan["lower_bound"]["load_distance"] = plan["after"]["load_distance"] + 0.125
+    assert check_plan(request, plan) == []
+    plan["lower_bound"]["load_distance"] = plan["after"]["load_distance"] + 1e6
+    assert any("exceeds" in p for p in check_plan(request, plan))
+
+
 def test_series_statistics_are_recomputed() -> None:
     """With load series, correlation and per-node variance are checked too."""
     request = copy.deepcopy(REQUEST)
