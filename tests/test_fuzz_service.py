@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.algorithms import REGISTRY
 from service.main import create_app
 from service.settings import Settings
 from solvers.plan_check import check_plan
@@ -88,18 +89,7 @@ def _params(draw: st.DrawFn, name: str) -> dict[str, Any]:
     return params
 
 
-ALGORITHMS = [
-    "milp",
-    "flux",
-    "largest-load-first",
-    "round-robin",
-    "random",
-    "correlation-global",
-    "correlation-pairwise",
-    "elb",
-    "clb",
-    "universal-hash",
-]
+ALGORITHMS = list(REGISTRY)  # every algorithm the service offers, new ones included
 NEEDS_SERIES = {"correlation-global", "correlation-pairwise", "clb"}
 
 

@@ -26,21 +26,11 @@ import httpx
 import numpy as np
 
 from bench.reliability.servers import serve
+from service.algorithms import REGISTRY
 
 PLAN = "/v1/assignment/plan"
 SERIES_ONLY = {"correlation-global", "correlation-pairwise", "clb"}
-ALGORITHMS = [
-    "milp",
-    "flux",
-    "largest-load-first",
-    "round-robin",
-    "random",
-    "correlation-global",
-    "correlation-pairwise",
-    "elb",
-    "clb",
-    "universal-hash",
-]
+ALGORITHMS = list(REGISTRY)  # every algorithm the service offers, new ones included
 SHAPES = {
     "units": (10_000, 250_000, 1),
     "windows": (400, 1_220, 4_096),
