@@ -99,21 +99,16 @@ class Metrics:
             return
         if answer.solve_s is not None:
             self.solve_seconds.labels("assignment", answer.algorithm).observe(answer.solve_s)
-        self.plans.labels("assignment", answer.algorithm, answer.plan_status).inc()
+        self.record_plan("assignment", answer.algorithm, answer.plan_status)
         if answer.load_distance_before is not None and answer.load_distance_after is not None:
             self.plan_load_distance.labels(answer.algorithm, "before").observe(answer.load_distance_before)
             self.plan_load_distance.labels(answer.algorithm, "after").observe(answer.load_distance_after)
         if answer.migrations is not None:
             self.plan_migrations.labels(answer.algorithm).observe(answer.migrations)
 
-    def record_plan(self, endpoint: str, algorithm: str, plan: Any) -> None:
-        """Count an answered plan; for assignment plans (they carry before/after statistics) also its quality."""
-        self.plans.labels(endpoint, algorithm, getattr(plan, "status", "optimal")).inc()
-        before, after = getattr(plan, "before", None), getattr(plan, "after", None)
-        if before is not None and after is not None:
-            self.plan_load_distance.labels(algorithm, "before").observe(before.load_distance)
-            self.plan_load_distance.labels(algorithm, "after").observe(after.load_distance)
-            self.plan_migrations.labels(algorithm).observe(plan.migrations)
+    def record_plan(self, endpoint: str, algorithm: str, status: str) -> None:
+        """Count an answered plan by endpoint, algorithm and status."""
+        self.plans.labels(endpoint, algorithm, status).inc()
 
 
 def app_metrics(scope: Any) -> Metrics | None:

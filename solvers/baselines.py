@@ -118,9 +118,9 @@ def send_home_over_resource_caps(instance: AssignmentInstance, assignment: IntAr
     if not instance.resource_names:
         return []
     capacity = instance.resource_capacity
-    usage = np.zeros((instance.n_nodes, len(instance.resource_names)))
-    placed = assignment >= 0
-    np.add.at(usage, assignment[placed], instance.resource_usage[placed])
+    tracker = BudgetTracker(instance)
+    tracker.track(assignment)
+    usage = tracker.usage  # kept current below, so place_unplaced sees the same usage
     undone = 0
     for _ in range(instance.n_units):
         arrived = np.flatnonzero((assignment != instance.current) & (assignment >= 0))
@@ -141,8 +141,6 @@ def send_home_over_resource_caps(instance: AssignmentInstance, assignment: IntAr
             usage[home] += instance.resource_usage[unit]
         undone += 1
     if (assignment == UNPLACED).any():
-        tracker = BudgetTracker(instance)
-        tracker.track(assignment)
         node_load = np.bincount(
             assignment[assignment >= 0], weights=instance.load[assignment >= 0], minlength=instance.n_nodes
         )

@@ -275,11 +275,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # load with a variance of 0.12; found by the fuzz test). The tolerance follows the inputs' size.
     peak_util = max(abs(before["max_utilization"]), abs(after["max_utilization"]), 1.0)
     peak_load = max(before.pop("_peak_node_load"), after.pop("_peak_node_load"), 1.0)
-    windows = (
-        len(next(iter(units.values()))["load"])
-        if units and isinstance(next(iter(units.values()))["load"], list)
-        else 1
-    )
+    windows = unit_series.shape[1]
 
     def rounding(key: str, value: Any) -> float | None:
         """How far two summation orders may put `key` apart, given the size of the inputs (None: no allowance)."""
