@@ -112,10 +112,11 @@ def _traffic_stats(
     request: Mapping[str, Any],
     total_load: float,
     current: Mapping[str, str | None],
-    where: Mapping[str, str | None],
-) -> dict[str, float | None]:
+    assignment: Mapping[str, str | None],
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """Collocation factor (share of the traffic rate between units on one node) and load index (estimated load in
-    percent of the state before, crossing traffic costing serialization_cost load units per unit of rate)."""
+    percent of the state before, crossing traffic costing serialization_cost load units per unit of rate), before
+    and after the plan. One pass per state over the traffic (up to a million edges)."""
     traffic = request.get("traffic") or []
 
     def crossing(placement: Mapping[str, str | None]) -> float:
@@ -126,14 +127,19 @@ def _traffic_stats(
         )
 
     total_rate = math.fsum(float(t["rate"]) for t in traffic)
-    factor = None if total_rate <= 0.0 else 1.0 - crossing(where) / total_rate
     cost = request.get("serialization_cost")
-    index = None
-    if cost is not None and total_load > 0.0:
-        index = max(
-            0.0, 100.0 * (total_load - float(cost) * (crossing(current) - crossing(where))) / total_load
-        )
-    return {"collocation_factor": factor, "load_index": index}
+    crossing_before = crossing(current)
+
+    def stats(crossing_now: float) -> dict[str, float | None]:
+        factor = None if total_rate <= 0.0 else 1.0 - crossing_now / total_rate
+        index = None
+        if cost is not None and total_load > 0.0:
+            index = max(
+                0.0, 100.0 * (total_load - float(cost) * (crossing_before - crossing_now)) / total_load
+            )
+        return {"collocation_factor": factor, "load_index": index}
+
+    return stats(crossing_before), stats(crossing(assignment))
 
 
 def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
@@ -245,8 +251,9 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     after = _stats(unit_series, where_after, capacity_arr, staying_after)
     # Added nodes hold nothing before the plan: they change no statistic of the before state.
     total_load = math.fsum(unit_series.mean(axis=1).tolist()) if len(unit_ids) else 0.0
-    before.update(_traffic_stats(request, total_load, current, current))
-    after.update(_traffic_stats(request, total_load, current, assignment))
+    traffic_before, traffic_after = _traffic_stats(request, total_load, current, assignment)
+    before.update(traffic_before)
+    after.update(traffic_after)
 
     # Capacity: a receiving node may not end above 100 % or the peak before, whichever is higher.
     cap = max(100.0, before["max_utilization"]) if any(current.values()) else None
