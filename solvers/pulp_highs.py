@@ -11,6 +11,7 @@ and returns plain arrays (the fields of `solvers.milp.model.MoveModel`) and impo
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import sys
 from typing import Any
@@ -93,6 +94,22 @@ def solve_move_model(p: dict[str, Any]) -> dict[str, Any]:
     return {"chosen": chosen, "optimal": optimal, "bound_d": bound_d}
 
 
+def main() -> None:
+    """Read the payload from stdin, write the pickled answer to stdout, and nothing else.
+
+    HiGHS writes its banner ("Running HiGHS ...") to file descriptor 1 from C, whatever PuLP's `msg` says (highspy
+    1.16), which would corrupt the pickle: descriptor 1 is pointed at stderr for the solve and the answer goes to a
+    private duplicate of the real stdout.
+    """
+    payload = pickle.load(sys.stdin.buffer)
+    sys.stdout.flush()
+    answer_fd = os.dup(1)
+    os.dup2(2, 1)
+    answer = solve_move_model(payload)
+    sys.stdout.flush()
+    with os.fdopen(answer_fd, "wb") as answer_out:
+        pickle.dump(answer, answer_out)
+
+
 if __name__ == "__main__":
-    answer = solve_move_model(pickle.load(sys.stdin.buffer))
-    pickle.dump(answer, sys.stdout.buffer)
+    main()

@@ -15,7 +15,9 @@ from schemathesis.checks import positive_data_acceptance
 from service.main import create_app
 from service.settings import Settings
 
-app = create_app(Settings(default_time_limit_s=0.1, max_time_limit_s=0.2))
+# The deadline slack is wide: this test checks conformance, not deadlines (tests/test_reliability_service.py does),
+# and a 10,000-node body parsed on a machine busy with other work can take longer than the default 1 s.
+app = create_app(Settings(default_time_limit_s=0.1, max_time_limit_s=0.2, deadline_slack_s=10.0))
 schema = schemathesis.openapi.from_asgi("/openapi.json", app)
 
 
