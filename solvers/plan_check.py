@@ -111,24 +111,29 @@ def _matches(claimed: Any, computed: Any) -> bool:
 def _traffic_stats(
     request: Mapping[str, Any],
     total_load: float,
-    current: Mapping[str, str | None],
-    assignment: Mapping[str, str | None],
+    unit_ids: list[str],
+    where_before: np.ndarray,
+    where_after: np.ndarray,
 ) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """Collocation factor (share of the traffic rate between units on one node) and load index (estimated load in
     percent of the state before, crossing traffic costing serialization_cost load units per unit of rate), before
-    and after the plan. One pass per state over the traffic (up to a million edges)."""
+    and after the plan. One pass over the traffic (up to a million edges) to index it, then array operations."""
     traffic = request.get("traffic") or []
+    position = {u: k for k, u in enumerate(unit_ids)}
+    nowhere = len(unit_ids)  # an unknown unit counts as placed nowhere
+    src = np.array([position.get(t["src"], nowhere) for t in traffic], dtype=np.int64)
+    dst = np.array([position.get(t["dst"], nowhere) for t in traffic], dtype=np.int64)
+    rates = [float(t["rate"]) for t in traffic]
+    rate = np.array(rates, dtype=np.float64)
 
-    def crossing(placement: Mapping[str, str | None]) -> float:
-        return math.fsum(
-            float(t["rate"])
-            for t in traffic
-            if placement.get(t["src"]) is None or placement.get(t["src"]) != placement.get(t["dst"])
-        )
+    def crossing(where_known: np.ndarray) -> float:
+        where = np.append(where_known, -1)
+        apart = (where[src] < 0) | (where[src] != where[dst])
+        return math.fsum(rate[apart].tolist())
 
-    total_rate = math.fsum(float(t["rate"]) for t in traffic)
+    total_rate = math.fsum(rates)
     cost = request.get("serialization_cost")
-    crossing_before = crossing(current)
+    crossing_before = crossing(where_before)
 
     def stats(crossing_now: float) -> dict[str, float | None]:
         factor = None if total_rate <= 0.0 else 1.0 - crossing_now / total_rate
@@ -139,7 +144,7 @@ def _traffic_stats(
             )
         return {"collocation_factor": factor, "load_index": index}
 
-    return stats(crossing_before), stats(crossing(assignment))
+    return stats(crossing_before), stats(crossing(where_after))
 
 
 def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
@@ -178,45 +183,63 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     if missing or extra:
         return problems
 
+    # Columns, one entry per unit in request order: the checks below are array operations, not a Python pass per
+    # unit (250,000 units), and each index is looked up once.
+    unit_ids = list(units)
+    unit_list = list(units.values())
+    index = {n: i for i, n in enumerate(all_nodes)}
+    n_all = len(all_nodes)
     current = {u: units[u].get("node") for u in units}
-    expected_moves: dict[str, tuple[str | None, str, float]] = {}
-    receivers: set[str] = set()
-    for unit_id, node_id in assignment.items():
-        unit = units[unit_id]
-        if node_id not in capacity:
-            problems.append(f"unit {unit_id!r} assigned to unknown node {node_id!r}")
-            continue
-        if node_id in removed:
-            problems.append(f"unit {unit_id!r} is on removed node {node_id!r}")
-        before = current[unit_id]
-        if node_id != before:
-            if unit.get("pinned", False):
-                problems.append(f"pinned unit {unit_id!r} moved from {before!r} to {node_id!r}")
-            if node_id in draining:
-                problems.append(f"unit {unit_id!r} moved onto draining node {node_id!r}")
-            if node_id in marked:
-                problems.append(
-                    f"unit {unit_id!r} moved onto node {node_id!r} that the plan marks for removal"
-                )
-            receivers.add(node_id)
-            if before is not None:
-                expected_moves[unit_id] = (before, node_id, float(unit.get("state_size", 0.0)))
+    where_before = np.array(
+        [index[current[u]] if current[u] is not None else -1 for u in unit_ids], dtype=np.int64
+    )
+    where_after = np.array([index.get(assignment[u], -2) for u in unit_ids], dtype=np.int64)
+    unknown = np.flatnonzero(where_after == -2)
+    for k in unknown.tolist():
+        problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assignment[unit_ids[k]]!r}")
+    if len(unknown):
+        return problems
+    pinned = np.array([bool(u.get("pinned", False)) for u in unit_list], dtype=bool)
+    state_size = np.array([float(u.get("state_size", 0.0)) for u in unit_list], dtype=np.float64)
+    removed_mask = np.array([n in removed for n in all_nodes], dtype=bool)
+    draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
+    marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
+    changed = where_after != where_before
+    for k in np.flatnonzero(removed_mask[where_after]).tolist():
+        problems.append(f"unit {unit_ids[k]!r} is on removed node {all_nodes[where_after[k]]!r}")
+    for k in np.flatnonzero(changed & pinned).tolist():
+        problems.append(
+            f"pinned unit {unit_ids[k]!r} moved from {current[unit_ids[k]]!r} to {all_nodes[where_after[k]]!r}"
+        )
+    for k in np.flatnonzero(changed & draining_mask[where_after]).tolist():
+        problems.append(f"unit {unit_ids[k]!r} moved onto draining node {all_nodes[where_after[k]]!r}")
+    for k in np.flatnonzero(changed & marked_mask[where_after]).tolist():
+        problems.append(
+            f"unit {unit_ids[k]!r} moved onto node {all_nodes[where_after[k]]!r} that the plan marks for removal"
+        )
     if problems:
         return problems
+    receiving = np.zeros(n_all, dtype=bool)
+    receiving[where_after[changed]] = True
+    moved = np.flatnonzero(changed & (where_before >= 0))
 
-    reported = {m["unit"]: (m.get("from"), m["to"], float(m["cost"])) for m in plan.get("moves", [])}
-    if len(reported) != len(plan.get("moves", [])):
+    moves = plan.get("moves", [])
+    reported = {m["unit"]: (m.get("from"), m["to"], float(m["cost"])) for m in moves}
+    if len(reported) != len(moves):
         problems.append("a unit appears twice in moves")
-    if set(reported) != set(expected_moves):
+    expected_ids = [unit_ids[k] for k in moved.tolist()]
+    if set(reported) != set(expected_ids):
         problems.append(
-            f"moves list {sorted(reported)[:5]} does not match the diff of the assignment {sorted(expected_moves)[:5]}"
+            f"moves list {sorted(reported)[:5]} does not match the diff of the assignment {sorted(expected_ids)[:5]}"
         )
     else:
-        for unit_id, (src, dst, cost) in expected_moves.items():
+        for k in moved.tolist():
+            unit_id = unit_ids[k]
+            src, dst, cost = current[unit_id], all_nodes[where_after[k]], float(state_size[k])
             if reported[unit_id][:2] != (src, dst) or not _close(reported[unit_id][2], cost, cost):
                 problems.append(f"move of {unit_id!r} reported as {reported[unit_id]}, is {(src, dst, cost)}")
-    count = len(expected_moves)
-    cost_total = math.fsum(c for _, _, c in expected_moves.values())
+    count = len(moved)
+    cost_total = math.fsum(state_size[moved].tolist())
     if plan.get("migrations") is not None and plan["migrations"] != count:
         problems.append(f"migrations reported {plan['migrations']}, counted {count}")
     if not _close(float(plan.get("migration_cost", 0.0)), cost_total, cost_total):
@@ -227,54 +250,51 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     max_cost = budget.get("max_migration_cost")
     if max_cost is not None and cost_total > float(max_cost) * (1 + 1e-9) + 1e-9:
         problems.append(f"migration cost {cost_total} exceeds max_migration_cost {max_cost}")
-    if plan.get("status") == "unchanged" and expected_moves:
+    if plan.get("status") == "unchanged" and count:
         problems.append("status 'unchanged' but the plan moves units")
 
-    for node_id in removed:
-        held = [u for u, n in assignment.items() if n == node_id]
-        if held:
-            problems.append(f"removed node {node_id!r} still holds {len(held)} units")
+    held = np.bincount(where_after, minlength=n_all)
+    for i in np.flatnonzero(removed_mask & (held > 0)).tolist():
+        problems.append(f"removed node {all_nodes[i]!r} still holds {int(held[i])} units")
 
     # Loads: a single number is a series of one window.
-    unit_ids = list(units)
-    unit_series = np.array(
-        [v["load"] if isinstance(v["load"], list) else [float(v["load"])] for v in units.values()],
-        dtype=np.float64,
-    ).reshape(len(unit_ids), -1)
-    index = {n: i for i, n in enumerate(all_nodes)}
-    where_before = np.array([index[current[u]] if current[u] is not None else -1 for u in unit_ids])
-    where_after = np.array([index[assignment[u]] for u in unit_ids])
+    loads = [u["load"] for u in unit_list]
+    if loads and isinstance(loads[0], list):
+        unit_series = np.array(loads, dtype=np.float64).reshape(len(unit_ids), -1)
+    else:
+        unit_series = np.array(loads, dtype=np.float64).reshape(len(unit_ids), 1)
     capacity_arr = np.array([capacity[n] for n in all_nodes])
     staying_before = np.array([n in nodes and n not in draining for n in all_nodes])
-    staying_after = np.array([n not in draining and n not in removed and n not in marked for n in all_nodes])
+    staying_after = ~(draining_mask | removed_mask | marked_mask)
     before = _stats(unit_series, where_before, capacity_arr, staying_before)
     after = _stats(unit_series, where_after, capacity_arr, staying_after)
     # Added nodes hold nothing before the plan: they change no statistic of the before state.
-    total_load = math.fsum(unit_series.mean(axis=1).tolist()) if len(unit_ids) else 0.0
-    traffic_before, traffic_after = _traffic_stats(request, total_load, current, assignment)
+    unit_mean = unit_series.mean(axis=1)
+    total_load = math.fsum(unit_mean.tolist()) if len(unit_ids) else 0.0
+    traffic_before, traffic_after = _traffic_stats(request, total_load, unit_ids, where_before, where_after)
     before.update(traffic_before)
     after.update(traffic_after)
 
     # Capacity: a receiving node may not end above 100 % or the peak before, whichever is higher.
-    cap = max(100.0, before["max_utilization"]) if any(current.values()) else None
-    node_load = np.bincount(where_after, weights=unit_series.mean(axis=1), minlength=len(all_nodes))
-    for node_id in receivers:
-        util = 100.0 * float(node_load[index[node_id]]) / capacity[node_id]
-        limit = cap if cap is not None else max(100.0, after["max_utilization"])
-        if util > limit * (1 + 1e-9) + 1e-9:
-            problems.append(
-                f"node {node_id!r} receives units and ends at {util:.3f}% utilization, over {limit:.3f}%"
-            )
+    cap = max(100.0, before["max_utilization"]) if bool((where_before >= 0).any()) else None
+    node_load = np.bincount(where_after, weights=unit_mean, minlength=n_all)
+    limit = cap if cap is not None else max(100.0, after["max_utilization"])
+    util_after = 100.0 * node_load / capacity_arr
+    for i in np.flatnonzero(receiving & (util_after > limit * (1 + 1e-9) + 1e-9)).tolist():
+        problems.append(
+            f"node {all_nodes[i]!r} receives units and ends at {util_after[i]:.3f}% utilization, over {limit:.3f}%"
+        )
     # Further resources are hard caps on receiving nodes.
-    usage: dict[tuple[str, str], float] = {}
-    for unit_id, node_id in assignment.items():
-        for resource, amount in (units[unit_id].get("resources") or {}).items():
-            usage[(node_id, resource)] = usage.get((node_id, resource), 0.0) + float(amount)
-    for (node_id, resource), amount in usage.items():
-        limit_r = (nodes.get(node_id, {}).get("resources") or {}).get(resource)
-        if node_id in receivers and limit_r is not None and amount > float(limit_r) * (1 + 1e-9) + 1e-9:
+    usage: dict[tuple[int, str], float] = {}
+    for k, unit in enumerate(unit_list):
+        for resource, amount in (unit.get("resources") or {}).items():
+            key = (int(where_after[k]), resource)
+            usage[key] = usage.get(key, 0.0) + float(amount)
+    for (i, resource), amount in usage.items():
+        limit_r = (nodes.get(all_nodes[i], {}).get("resources") or {}).get(resource)
+        if receiving[i] and limit_r is not None and amount > float(limit_r) * (1 + 1e-9) + 1e-9:
             problems.append(
-                f"node {node_id!r} uses {amount:g} of {resource!r}, over its capacity {limit_r:g}"
+                f"node {all_nodes[i]!r} uses {amount:g} of {resource!r}, over its capacity {limit_r:g}"
             )
 
     # Statistics are differences of large numbers (utilizations minus their mean, loads minus their mean): two
