@@ -11,6 +11,7 @@ and returns plain arrays (the fields of `solvers.milp.model.MoveModel`) and impo
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import sys
 from typing import Any
@@ -94,5 +95,10 @@ def solve_move_model(p: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    # The answer goes out on the original stdout; anything HiGHS prints itself (it warns on extreme coefficients
+    # even with msg=False) goes to stderr instead of into the pickled answer (found by the fuzz bench).
+    answer_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
     answer = solve_move_model(pickle.load(sys.stdin.buffer))
-    pickle.dump(answer, sys.stdout.buffer)
+    pickle.dump(answer, answer_out)
+    answer_out.flush()

@@ -249,3 +249,61 @@ def test_bodies_in_flight_together_are_capped() -> None:
     asyncio.run(scenario())
     assert answers == [503, 200, 200]
     assert middleware.buffered == 0
+
+
+# Found by the 10,000-case fuzz bench (bench/reliability/fuzz.py): valid snapshots that were 500s in milp.
+FUZZ_MILP_500S = {
+    # HiGHS printed a warning on stdout, the pipe its answer is pickled on (extreme coefficients: capacity 1e-6
+    # next to loads of 1e12 and a resource cap).
+    "highs stdout": {
+        "nodes": [
+            {"id": "n0", "capacity": 100.0, "resources": {"mem": 10.0}},
+            {"id": "n1", "capacity": 1e-06, "draining": True, "resources": {"mem": 100.0}},
+            {"id": "n2", "capacity": 100.0, "resources": {"mem": 10.0}},
+            {"id": "n3", "capacity": 1e6, "resources": {"mem": 100.0}},
+            {"id": "n4", "capacity": 1e6, "draining": True, "resources": {"mem": 10.0}},
+            {"id": "n5", "capacity": 1e6, "resources": {"mem": 100.0}},
+            {"id": "n6", "capacity": 1.0, "draining": True, "resources": {"mem": 1e6}},
+        ],
+        "units": [
+            {"id": "u0", "load": 0.1, "node": "n5", "resources": {"mem": 1.0}},
+            {"id": "u1", "load": 1e12, "node": "n1", "state_size": 51.65469383550402},
+            {"id": "u2", "load": 1e12, "node": "n3", "state_size": 28.0, "resources": {"mem": 1.0}},
+            {"id": "u3", "load": 1 / 3, "node": "n0", "resources": {"mem": 5.0}},
+            {"id": "u4", "load": 12.0, "node": "n2", "resources": {"mem": 1.0}},
+            {"id": "u5", "load": 1e6, "node": "n6", "state_size": 1.175494351e-38},
+            {"id": "u6", "load": 1e6, "node": "n3", "operator": "op0"},
+            {"id": "u7", "load": 9.459445782582737e-60, "resources": {"mem": 1.0}, "operator": "op1"},
+            {"id": "u8", "load": 1e12, "node": "n5"},
+            {"id": "u9", "load": 12.0, "node": "n6", "resources": {"mem": 1.0}, "operator": "op0"},
+        ],
+        "algorithm": {"name": "milp", "backend": "highs", "relative_gap": 0.001},
+        "time_limit_s": 1.0,
+        "budget": {"max_migrations": 2147483647},
+    },
+    # No movable unit under max_migrations 0: CP-SAT grouped an empty array of moves into one group.
+    "cp-sat no moves": {
+        "nodes": [{"id": "n0", "capacity": 1e-06}],
+        "units": [
+            {"id": "u0", "load": 44.333351873560545},
+            {"id": "u1", "load": 1 / 3, "node": "n0", "operator": "op2"},
+            {"id": "u2", "load": 1 / 3, "operator": "op2"},
+            {"id": "u3", "load": 1e15, "node": "n0", "state_size": 0.0, "operator": "op0"},
+            {"id": "u4", "load": 29.0, "node": "n0", "operator": "op0"},
+            {"id": "u5", "load": 29.0, "node": "n0"},
+            {"id": "u6", "load": 0.0, "state_size": 44.333351873560545},
+        ],
+        "algorithm": {"name": "milp", "backend": "cp-sat", "relative_gap": 0.0},
+        "time_limit_s": 1.0,
+        "budget": {"max_migrations": 0},
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(FUZZ_MILP_500S))
+def test_milp_cases_the_fuzz_bench_found_are_not_500s(client: TestClient, case: str) -> None:
+    body = FUZZ_MILP_500S[case]
+    response = client.post(PLAN, json=body)
+    assert response.status_code in (200, 422), response.text
+    if response.status_code == 200:
+        assert check_plan(body, response.json()) == []

@@ -31,6 +31,8 @@ INTEGER_RANGE = 2**30  # the model's largest integer quantity; w1 * d stays belo
 
 def _grouped(keys: IntArray) -> dict[int, IntArray]:
     """Indices of `keys` grouped by value (one argsort instead of a Python loop per element)."""
+    if not len(keys):
+        return {}  # np.split of nothing is one empty group, which no key names
     order = np.argsort(keys, kind="stable")
     values, first = np.unique(keys[order], return_index=True)
     return dict(zip(values.tolist(), np.split(order, first[1:]), strict=True))
