@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -119,7 +121,7 @@ def _traffic_stats(
     percent of the state before, crossing traffic costing serialization_cost load units per unit of rate), before
     and after the plan. One pass over the traffic (up to a million edges) to index it, then array operations."""
     traffic = request.get("traffic") or []
-    position = {u: k for k, u in enumerate(unit_ids)}
+    position = dict(zip(unit_ids, range(len(unit_ids)), strict=True)) if traffic else {}
     nowhere = len(unit_ids)  # an unknown unit counts as placed nowhere
     src = np.array([position.get(t["src"], nowhere) for t in traffic], dtype=np.int64)
     dst = np.array([position.get(t["dst"], nowhere) for t in traffic], dtype=np.int64)
@@ -147,11 +149,22 @@ def _traffic_stats(
     return stats(crossing_before), stats(crossing(where_after))
 
 
+def _objects(values: list[Any]) -> np.ndarray:
+    """A 1-d object array of exactly these values (np.array would read nested sequences as more dimensions)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
     """Every violation found, as sentences; an empty list means the plan is valid for the request."""
     problems: list[str] = []
     nodes = {n["id"]: n for n in request["nodes"]}
-    units = {u["id"]: u for u in request["units"]}
+    # Per-unit columns are read with map() over C-level getters: one pass each, no Python frame per unit (the
+    # validator runs on every plan, up to 250,000 units).
+    unit_list = list(request["units"])
+    unit_ids = list(map(itemgetter("id"), unit_list))
+    units = dict(zip(unit_ids, unit_list, strict=True))
     scaling = plan.get("scaling") or {}
     added = list(scaling.get("add_nodes", []))
     removed = set(scaling.get("remove_nodes", []))
@@ -174,33 +187,39 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     draining = {n for n in nodes if nodes[n].get("draining", False)}
 
     assignment: Mapping[str, str] = plan.get("assignment", {})
-    missing = [u for u in units if u not in assignment]
-    extra = [u for u in assignment if u not in units]
-    if missing:
-        problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
-    if extra:
-        problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
-    if missing or extra:
-        return problems
+    assigned_to = list(map(assignment.get, unit_ids))
+    if None in assigned_to or len(assignment) != len(units) or len(units) != len(unit_ids):
+        missing = [u for u in units if u not in assignment]
+        extra = [u for u in assignment if u not in units]
+        if missing:
+            problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
+        if extra:
+            problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
+        if missing or extra:
+            return problems
+        # duplicate unit ids in the request (the service rejects those): check the last of each, as a dict keeps
+        unit_list = list(units.values())
+        unit_ids = list(units)
+        assigned_to = list(map(assignment.get, unit_ids))
 
     # Columns, one entry per unit in request order: the checks below are array operations, not a Python pass per
     # unit (250,000 units), and each index is looked up once.
-    unit_ids = list(units)
-    unit_list = list(units.values())
+    n_units = len(unit_ids)
     index = {n: i for i, n in enumerate(all_nodes)}
     n_all = len(all_nodes)
-    current = {u: units[u].get("node") for u in units}
-    where_before = np.array(
-        [index[current[u]] if current[u] is not None else -1 for u in unit_ids], dtype=np.int64
-    )
-    where_after = np.array([index.get(assignment[u], -2) for u in unit_ids], dtype=np.int64)
+    current_list = list(map(dict.get, unit_list, repeat("node")))
+    # A unit without a node (None, or a node the request does not name) is nowhere before the plan.
+    where_before = np.fromiter(map(index.get, current_list, repeat(-1)), dtype=np.int64, count=n_units)
+    where_after = np.fromiter(map(index.get, assigned_to, repeat(-2)), dtype=np.int64, count=n_units)
     unknown = np.flatnonzero(where_after == -2)
     for k in unknown.tolist():
-        problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assignment[unit_ids[k]]!r}")
+        problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
     if len(unknown):
         return problems
-    pinned = np.array([bool(u.get("pinned", False)) for u in unit_list], dtype=bool)
-    state_size = np.array([float(u.get("state_size", 0.0)) for u in unit_list], dtype=np.float64)
+    pinned = np.fromiter(map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units)
+    state_size = np.fromiter(
+        map(dict.get, unit_list, repeat("state_size"), repeat(0.0)), dtype=np.float64, count=n_units
+    )
     removed_mask = np.array([n in removed for n in all_nodes], dtype=bool)
     draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
     marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
@@ -209,7 +228,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         problems.append(f"unit {unit_ids[k]!r} is on removed node {all_nodes[where_after[k]]!r}")
     for k in np.flatnonzero(changed & pinned).tolist():
         problems.append(
-            f"pinned unit {unit_ids[k]!r} moved from {current[unit_ids[k]]!r} to {all_nodes[where_after[k]]!r}"
+            f"pinned unit {unit_ids[k]!r} moved from {current_list[k]!r} to {all_nodes[where_after[k]]!r}"
         )
     for k in np.flatnonzero(changed & draining_mask[where_after]).tolist():
         problems.append(f"unit {unit_ids[k]!r} moved onto draining node {all_nodes[where_after[k]]!r}")
@@ -223,21 +242,37 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     receiving[where_after[changed]] = True
     moved = np.flatnonzero(changed & (where_before >= 0))
 
-    moves = plan.get("moves", [])
-    reported = {m["unit"]: (m.get("from"), m["to"], float(m["cost"])) for m in moves}
-    if len(reported) != len(moves):
-        problems.append("a unit appears twice in moves")
+    moves = list(plan.get("moves", []))
+    reported_units = list(map(itemgetter("unit"), moves))
     expected_ids = [unit_ids[k] for k in moved.tolist()]
-    if set(reported) != set(expected_ids):
+    reported_set = set(reported_units)
+    if len(reported_set) != len(moves):
+        problems.append("a unit appears twice in moves")
+    if reported_set != set(expected_ids):
         problems.append(
-            f"moves list {sorted(reported)[:5]} does not match the diff of the assignment {sorted(expected_ids)[:5]}"
+            f"moves list {sorted(reported_set)[:5]} does not match the diff of the assignment {sorted(expected_ids)[:5]}"
         )
-    else:
-        for k in moved.tolist():
-            unit_id = unit_ids[k]
-            src, dst, cost = current[unit_id], all_nodes[where_after[k]], float(state_size[k])
-            if reported[unit_id][:2] != (src, dst) or not _close(reported[unit_id][2], cost, cost):
-                problems.append(f"move of {unit_id!r} reported as {reported[unit_id]}, is {(src, dst, cost)}")
+    elif len(moves) == len(expected_ids):
+        if reported_units != expected_ids:  # another order than the units': line the moves up with the units
+            at = dict(zip(reported_units, moves, strict=True))
+            moves = [at[u] for u in expected_ids]
+        # Compared as whole columns (up to 250,000 moves): from, to, and the cost within _close's tolerance.
+        src = _objects(list(map(dict.get, moves, repeat("from"))))
+        dst = _objects(list(map(itemgetter("to"), moves)))
+        cost = np.array(list(map(itemgetter("cost"), moves)), dtype=np.float64).reshape(-1)
+        want_src = _objects([current_list[k] for k in moved.tolist()])
+        want_dst = _objects(all_nodes)[where_after[moved]]
+        want_cost = state_size[moved]
+        tolerance = np.maximum(
+            REL_TOL * np.maximum(np.abs(cost), np.abs(want_cost)), ABS_TOL * np.maximum(1.0, want_cost)
+        )
+        wrong = (src != want_src) | (dst != want_dst) | ~(np.abs(cost - want_cost) <= tolerance)
+        for j in np.flatnonzero(wrong).tolist():
+            k = int(moved[j])
+            problems.append(
+                f"move of {unit_ids[k]!r} reported as {(moves[j].get('from'), moves[j]['to'], float(moves[j]['cost']))}, "
+                f"is {(current_list[k], all_nodes[where_after[k]], float(state_size[k]))}"
+            )
     count = len(moved)
     cost_total = math.fsum(state_size[moved].tolist())
     if plan.get("migrations") is not None and plan["migrations"] != count:
@@ -258,7 +293,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         problems.append(f"removed node {all_nodes[i]!r} still holds {int(held[i])} units")
 
     # Loads: a single number is a series of one window.
-    loads = [u["load"] for u in unit_list]
+    loads = list(map(itemgetter("load"), unit_list))
     if loads and isinstance(loads[0], list):
         unit_series = np.array(loads, dtype=np.float64).reshape(len(unit_ids), -1)
     else:
@@ -286,8 +321,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         )
     # Further resources are hard caps on receiving nodes.
     usage: dict[tuple[int, str], float] = {}
-    for k, unit in enumerate(unit_list):
-        for resource, amount in (unit.get("resources") or {}).items():
+    for k in [k for k, unit in enumerate(unit_list) if unit.get("resources")]:
+        for resource, amount in unit_list[k]["resources"].items():
             key = (int(where_after[k]), resource)
             usage[key] = usage.get(key, 0.0) + float(amount)
     for (i, resource), amount in usage.items():
