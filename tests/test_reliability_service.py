@@ -307,3 +307,29 @@ def test_milp_cases_the_fuzz_bench_found_are_not_500s(client: TestClient, case: 
     assert response.status_code in (200, 422), response.text
     if response.status_code == 200:
         assert check_plan(body, response.json()) == []
+
+
+def test_a_request_whose_post_solve_work_cannot_fit_is_422_naming_time_limit_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The reserve for statistics, validator and serialization scales with this request's own measured parse time
+    # (the machine's load): when it cannot fit before the deadline the answer says so at once.
+    from service import planning
+
+    monkeypatch.setattr(planning, "POST_SOLVE_PER_PARSE", 1e9)
+    body = json.dumps({**make_snapshot(), "algorithm": {"name": "flux"}, "time_limit_s": 0.5}).encode()
+    answer = planning.plan_task(Settings(), planning.PlanJob(body, time.monotonic()), lambda deadline: None)
+    assert answer.status == 422
+    problem = json.loads(answer.body)
+    assert problem["errors"][0]["loc"] == ["body", "time_limit_s"]
+    assert "too short" in problem["errors"][0]["msg"]
+
+
+def test_a_plan_answer_names_where_its_time_went() -> None:
+    from service import planning
+
+    body = json.dumps({**make_snapshot(), "algorithm": {"name": "flux"}}).encode()
+    answer = planning.plan_task(Settings(), planning.PlanJob(body, time.monotonic()), lambda deadline: None)
+    assert answer.status == 200
+    phases = [part.split(";")[0] for part in answer.headers["Server-Timing"].split(", ")]
+    assert phases == ["receive", "parse", "check", "adapt", "solve", "answer"]
