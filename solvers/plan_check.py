@@ -36,19 +36,24 @@ def _close(a: float | None, b: float | None, scale: float = 1.0) -> bool:
 CONSTANT_SERIES = (1e-13, 1e-11)
 
 
-def _average_correlation(rows: np.ndarray, constant_below: float) -> float:
-    """Mean Pearson correlation over all pairs of rows, in O(rows x windows): with z_i the centered rows scaled to unit
-    length (0 for constant rows), sum over pairs i < j of z_i . z_j = (|sum z_i|^2 - sum |z_i|^2) / 2."""
+def _average_correlations(rows: np.ndarray, constant_below: tuple[float, ...]) -> list[float]:
+    """Mean Pearson correlation over all pairs of rows, one value per constant-series line, in O(rows x windows):
+    with z_i the centered rows scaled to unit length (0 for constant rows), sum over pairs i < j of z_i . z_j =
+    (|sum z_i|^2 - sum |z_i|^2) / 2. The centered rows and their norms are computed once for every line."""
     n = rows.shape[0]
     if n < 2:
-        return 0.0
+        return [0.0 for _ in constant_below]
     centered = rows - rows.mean(axis=1, keepdims=True)
     norms = np.sqrt(np.einsum("ij,ij->i", centered, centered))
-    varying = norms > constant_below * np.maximum(1.0, np.abs(rows).max(axis=1))
-    z = centered[varying] / norms[varying, None]
-    total = z.sum(axis=0)
-    pair_sum = (float(total @ total) - float(np.einsum("ij,ij->", z, z))) / 2.0
-    return pair_sum / (n * (n - 1) / 2.0)
+    size = np.maximum(1.0, np.abs(rows).max(axis=1))
+    values = []
+    for line in constant_below:
+        varying = norms > line * size
+        z = centered[varying] / norms[varying, None]
+        total = z.sum(axis=0)
+        pair_sum = (float(total @ total) - float(np.einsum("ij,ij->", z, z))) / 2.0
+        values.append(pair_sum / (n * (n - 1) / 2.0))
+    return values
 
 
 def _node_series(unit_series: np.ndarray, where: np.ndarray, n_nodes: int) -> np.ndarray:
@@ -93,7 +98,7 @@ def _stats(
         "_peak_node_load": float(np.abs(totals).max()) if totals.size else 0.0,
     }
     if windows >= 2:
-        stats["avg_load_correlation"] = [_average_correlation(rows, line) for line in CONSTANT_SERIES]
+        stats["avg_load_correlation"] = _average_correlations(rows, CONSTANT_SERIES)
         stats["mean_node_load_variance"] = float(rows.var(axis=1).mean())
         # Theorem 1 (Xing et al.): the mean node variance is at least var(total series) / n^2.
         stats["min_mean_node_load_variance"] = float(rows.sum(axis=0).var()) / len(rows) ** 2
