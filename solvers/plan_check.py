@@ -328,8 +328,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     usage: dict[tuple[int, str], float] = {}
     for k in [k for k, unit in enumerate(unit_list) if unit.get("resources")]:
         for resource, amount in unit_list[k]["resources"].items():
-            key = (int(where_after[k]), resource)
-            usage[key] = usage.get(key, 0.0) + float(amount)
+            node_resource = (int(where_after[k]), resource)
+            usage[node_resource] = usage.get(node_resource, 0.0) + float(amount)
     for (i, resource), amount in usage.items():
         limit_r = (nodes.get(all_nodes[i], {}).get("resources") or {}).get(resource)
         if receiving[i] and limit_r is not None and amount > float(limit_r) * (1 + 1e-9) + 1e-9:
