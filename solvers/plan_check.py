@@ -6,8 +6,8 @@ tests run it on every plan they see.
 
 Invariants: every unit assigned exactly once to a known or added node; pinned units stay; draining and removed nodes
 receive nothing; removed nodes end empty; the moves list is exactly the diff of the two states with the right costs;
-the budget holds; no receiving node ends above max(100 %, the peak before) nor above a resource capacity; the
-reported before/after statistics and lower bound agree with a recomputation.
+the budget holds; no receiving node ends above max(100 %, the peak before) nor above max(a resource capacity, its
+usage before); the reported before/after statistics and lower bound agree with a recomputation.
 """
 
 from __future__ import annotations
@@ -324,15 +324,23 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         problems.append(
             f"node {all_nodes[i]!r} receives units and ends at {util_after[i]:.3f}% utilization, over {limit:.3f}%"
         )
-    # Further resources are hard caps on receiving nodes.
+    # Further resources are hard caps on receiving nodes: a receiver ends within its capacity, or (a node already
+    # over it before the plan, like the utilization rule above) not above its own usage before.
     usage: dict[tuple[int, str], float] = {}
+    usage_before: dict[tuple[int, str], float] = {}
     for k in [k for k, unit in enumerate(unit_list) if unit.get("resources")]:
         for resource, amount in unit_list[k]["resources"].items():
             node_resource = (int(where_after[k]), resource)
             usage[node_resource] = usage.get(node_resource, 0.0) + float(amount)
+            if where_before[k] >= 0:
+                held = (int(where_before[k]), resource)
+                usage_before[held] = usage_before.get(held, 0.0) + float(amount)
     for (i, resource), amount in usage.items():
         limit_r = (nodes.get(all_nodes[i], {}).get("resources") or {}).get(resource)
-        if receiving[i] and limit_r is not None and amount > float(limit_r) * (1 + 1e-9) + 1e-9:
+        if not receiving[i] or limit_r is None:
+            continue
+        allowed = max(float(limit_r), usage_before.get((i, resource), 0.0))
+        if amount > allowed * (1 + 1e-9) + 1e-9:
             problems.append(
                 f"node {all_nodes[i]!r} uses {amount:g} of {resource!r}, over its capacity {limit_r:g}"
             )

@@ -333,3 +333,29 @@ def test_a_plan_answer_names_where_its_time_went() -> None:
     assert answer.status == 200
     phases = [part.split(";")[0] for part in answer.headers["Server-Timing"].split(", ")]
     assert phases == ["receive", "parse", "check", "adapt", "solve", "answer"]
+
+
+def test_a_node_already_over_a_resource_cap_may_receive_units_that_do_not_use_it(client: TestClient) -> None:
+    # Found by the fuzz bench: n0 holds 11 of mem (cap 10) before the plan; flux places units of mem 0 there (the
+    # solvers' rule: a receiver ends within max(capacity, its usage before)); the validator answered 500.
+    body = {
+        "nodes": [
+            {"id": "n0", "capacity": 100.0, "resources": {"mem": 10.0}},
+            {"id": "n1", "capacity": 1e-06, "resources": {"mem": 10.0}},
+        ],
+        "units": [
+            {"id": "u0", "load": 5.0, "node": "n0", "resources": {"mem": 5.0}},
+            {"id": "u1", "load": 5.0, "node": "n0", "resources": {"mem": 6.0}},
+            {"id": "u2", "load": 1.0, "resources": {"mem": 0.0}},
+        ],
+        "algorithm": {"name": "flux"},
+    }
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert plan["assignment"]["u2"] == "n0"
+    assert check_plan(body, plan) == []
+    # Still caught: the same node receiving a unit that does use the resource.
+    body["units"][2]["resources"] = {"mem": 1.0}
+    plan["assignment"]["u2"] = "n0"
+    assert any("over its capacity 10" in p for p in check_plan(body, plan))
