@@ -46,10 +46,11 @@ PATH = "/v1/assignment/plan"
 POST_SOLVE_BASE_S = 0.05
 POST_SOLVE_PER_UNIT_S = 5e-6
 POST_SOLVE_PER_VALUE_S = 2e-7
-# Statistics + validator + serialization cost 1.1x to 1.9x the parse + checks of the same request (CPU time at the
-# caps: 1.1x for 1,220 units x 4,096 windows, 1.2x for 250,000 units all moved, 1.9x for 10,000 nodes x 400 windows);
-# 2x with the answer's trip back through the service. The adapter costs about 0.25x.
-POST_SOLVE_PER_PARSE = 2.0
+# Statistics + validator + serialization cost 1.1x to 1.9x the parse + checks of the same request in CPU time at the
+# caps (1.1x for 1,220 units x 4,096 windows, 1.2x for 250,000 units all moved, 1.9x for 10,000 nodes x 400
+# windows), and up to 2.4x in wall time at the nodes cap on a loaded machine (bench/reliability/deadlines.py); 3x
+# leaves room for the answer's trip back through the service. The adapter costs about 0.25x.
+POST_SOLVE_PER_PARSE = 3.0
 ADAPT_PER_PARSE = 0.3
 
 
