@@ -333,8 +333,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             node_resource = (int(where_after[k]), resource)
             usage[node_resource] = usage.get(node_resource, 0.0) + float(amount)
             if where_before[k] >= 0:
-                held = (int(where_before[k]), resource)
-                usage_before[held] = usage_before.get(held, 0.0) + float(amount)
+                was_held = (int(where_before[k]), resource)
+                usage_before[was_held] = usage_before.get(was_held, 0.0) + float(amount)
     for (i, resource), amount in usage.items():
         limit_r = (nodes.get(all_nodes[i], {}).get("resources") or {}).get(resource)
         if not receiving[i] or limit_r is None:
