@@ -359,3 +359,18 @@ def test_a_node_already_over_a_resource_cap_may_receive_units_that_do_not_use_it
     body["units"][2]["resources"] = {"mem": 1.0}
     plan["assignment"]["u2"] = "n0"
     assert any("over its capacity 10" in p for p in check_plan(body, plan))
+
+
+# Found by the fuzz bench: ELB's second repair start put a unit without a node on the node the greedy had placed it on,
+# though in the fresh start that node was full (n0, capacity 1, already at the peak by a pinned unit): the plan ended
+# above the capacity cap and the validator answered 500.
+ELB_FULL_NODE_IN_FRESH_START = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 1.0, "resources": {"mem": 10.0}}, {"id": "n1", "capacity": 1000000.0, "resources": {"mem": 10.0}}, {"id": "n2", "capacity": 1000000.0, "resources": {"mem": 1000000.0}}], "units": [{"id": "u0", "load": [1000000000000000.0, 1000000000000000.0, 96.29890278305253, 99.999, 19.0, 1000000.0], "node": "n2", "operator": "op1"}, {"id": "u1", "load": [0.0, 23.0, 22.0, 1000000.0, 71.17204305956562, 1e-09], "node": "n2", "resources": {"mem": 1.0}}, {"id": "u2", "load": [34.64816457884082, 2.1483454324589435e-66, 27.202676217483518, 1e-09, 0.3333333333333333, 74.77074725590381], "node": "n2", "state_size": 23.0}, {"id": "u3", "load": [1000000.0, 29.0, 1e-09, 23.0, 1000000000000.0, 30.0], "node": "n2", "pinned": true, "state_size": 19.0, "operator": "op0"}, {"id": "u4", "load": [1000000000000000.0, 0.45, 9.0, 1000000.0, 0.3333333333333333, 1000000000000000.0], "resources": {"mem": 1.0}}, {"id": "u5", "load": [5.0, 1e-09, 6.0, 33.706439878236125, 4.0, 0.45], "node": "n0"}, {"id": "u6", "load": [0.0, 67.51863680430897, 0.1, 1e-300, 1e-09, 1000000.0], "state_size": 1.0095621800246342e-135, "resources": {"mem": 5.0}}, {"id": "u7", "load": [11.0, 0.0, 0.1, 0.0, 1000000000000.0, 19.0], "node": "n2", "resources": {"mem": 0.0}, "operator": "op1"}, {"id": "u8", "load": [54.42440941100922, 1e-09, 1000000.0, 0.45, 23.0, 0.45], "node": "n0"}, {"id": "u9", "load": [99.99999999999999, 99.999, 28.0, 0.1, 21.0, 99.999], "node": "n2", "state_size": 10.598380068759264, "resources": {"mem": 5.0}}, {"id": "u10", "load": [0.3333333333333333, 1000000000000.0, 1000000000000.0, 1e-09, 20.184979294861964, 0.3333333333333333], "node": "n0", "pinned": true, "resources": {"mem": 5.0}, "operator": "op0"}, {"id": "u11", "load": [1000000.0, 99.999, 3.0, 1000000.0, 1000000000000.0, 1000000000000.0], "node": "n2", "state_size": 0.3333333333333333}, {"id": "u12", "load": [0.0, 0.1, 99.999, 49.644532714083454, 0.3333333333333333, 25.64302565792805], "node": "n0", "state_size": 16.0, "operator": "op2"}, {"id": "u13", "load": [1000000.0, 58.627604114249046, 1000000000000.0, 15.385112997423226, 92.94267338079332, 1.9816453519902937e-289], "node": "n1", "state_size": 1000000000000000.0}, {"id": "u14", "load": [0.003501571193378824, 8.674034458386238, 1e-09, 1000000000000000.0, 1000000.0, 99.999], "node": "n1", "resources": {"mem": 0.0}}, {"id": "u15", "load": [1000000000000.0, 1000000000000.0, 47.927492303237486, 22.0, 11.0, 99.99999999999999], "node": "n2", "state_size": 43.186621600361185, "resources": {"mem": 1.0}}], "algorithm": {"name": "elb", "tolerance": 0.7456719846436132}, "time_limit_s": 1.0, "budget": {"max_migrations": 2147483647}, "traffic": [{"src": "u0", "dst": "u1", "rate": 24.0}]}'
+)
+
+
+def test_elb_never_places_a_unit_without_a_node_over_the_capacity_cap(client: TestClient) -> None:
+    body = ELB_FULL_NODE_IN_FRESH_START
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert check_plan(body, response.json()) == []
