@@ -94,11 +94,22 @@ def solve_move_model(p: dict[str, Any]) -> dict[str, Any]:
     return {"chosen": chosen, "optimal": optimal, "bound_d": bound_d}
 
 
-if __name__ == "__main__":
-    # The answer goes out on the original stdout; anything HiGHS prints itself (it warns on extreme coefficients
-    # even with msg=False) goes to stderr instead of into the pickled answer (found by the fuzz bench).
-    answer_out = os.fdopen(os.dup(1), "wb")
+def main() -> None:
+    """Read the payload from stdin, write the pickled answer to stdout, and nothing else.
+
+    HiGHS writes its banner ("Running HiGHS ...") to file descriptor 1 from C, whatever PuLP's `msg` says (highspy
+    1.16), which would corrupt the pickle: descriptor 1 is pointed at stderr for the solve and the answer goes to a
+    private duplicate of the real stdout.
+    """
+    payload = pickle.load(sys.stdin.buffer)
+    sys.stdout.flush()
+    answer_fd = os.dup(1)
     os.dup2(2, 1)
-    answer = solve_move_model(pickle.load(sys.stdin.buffer))
-    pickle.dump(answer, answer_out)
-    answer_out.flush()
+    answer = solve_move_model(payload)
+    sys.stdout.flush()
+    with os.fdopen(answer_fd, "wb") as answer_out:
+        pickle.dump(answer, answer_out)
+
+
+if __name__ == "__main__":
+    main()

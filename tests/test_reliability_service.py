@@ -297,6 +297,38 @@ FUZZ_MILP_500S = {
         "time_limit_s": 1.0,
         "budget": {"max_migrations": 0},
     },
+    # A state size of 2.2e-309 (denormal) as the budget's cost step: the room 5 / 2.2e-309 is infinite (OverflowError).
+    "cp-sat denormal cost step": {
+        "nodes": [
+            {"id": "n0", "capacity": 50.5},
+            {"id": "n1", "capacity": 100.0, "draining": True},
+            {"id": "n2", "capacity": 100.0, "draining": True},
+            {"id": "n3", "capacity": 1e-06},
+        ],
+        "units": [
+            {"id": "u0", "load": [21.0, 1000000000000000.0, 3.0, 12.0, 0.45], "node": "n3"},
+            {
+                "id": "u1",
+                "load": [2.225073858507203e-309, 1.0, 1e-09, 3.167650968341028e-50, 2.0],
+                "node": "n2",
+            },
+            {
+                "id": "u2",
+                "load": [21.0, 0.1, 0.3333333333333333, 0.3333333333333333, 1000000000000000.0],
+                "state_size": 0.0,
+            },
+            {
+                "id": "u3",
+                "load": [27.0, 6.0, 70.30890494307661, 2.220446049250313e-16, 0.25],
+                "node": "n3",
+                "state_size": 2.225073858507203e-309,
+            },
+        ],
+        "algorithm": {"name": "milp", "backend": "cp-sat", "relative_gap": 0.0},
+        "time_limit_s": 1.0,
+        "budget": {"max_migration_cost": 5.0},
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 2e-07}],
+    },
 }
 
 

@@ -84,7 +84,9 @@ def solve_cpsat(
             if step is not None and float(np.abs(model.cost_coef[nonzero]).sum()) / step < 2**50:
                 # Costs are multiples of one step (integers, cents...): exact integers, the room rounded down once.
                 coefficients = np.rint(model.cost_coef[nonzero] / step).astype(np.int64)
-                room = math.floor(room_real / step * (1 + 1e-12) + 1e-9)
+                # A step of 1e-309 makes the room infinite: it cannot bind (clamped to the coefficients' reach below).
+                steps = room_real / step * (1 + 1e-12) + 1e-9
+                room = math.floor(steps) if math.isfinite(steps) else (2**62 if steps > 0 else -(2**62))
             else:
                 # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the
                 # budget, but a plan that uses the budget exactly may be cut off, so nothing is proven.
