@@ -9,6 +9,8 @@ early enough for the whole answer to make the deadline.
 
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 import logging
 import time
@@ -16,11 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
 from pydantic import ValidationError
 
 from schemas.assignment import AssignmentRequest, reference_errors
 from schemas.common import Problem
-from service.adapters import to_instance, to_response
+from service.adapters import plan_answer, to_instance
 from service.algorithms import REGISTRY
 from service.errors import (
     PROBLEM_JSON,
@@ -41,8 +44,14 @@ PATH = "/v1/assignment/plan"
 # What the statistics, the validator and the serialization cost after the solver, measured on this machine at the
 # maximum sizes (bench/reliability/deadlines.py) with a 2x margin: seconds per unit and per load value.
 POST_SOLVE_BASE_S = 0.05
-POST_SOLVE_PER_UNIT_S = 8e-6
+POST_SOLVE_PER_UNIT_S = 5e-6
 POST_SOLVE_PER_VALUE_S = 2e-7
+# Statistics + validator + serialization cost 1.1x to 1.9x the parse + checks of the same request in CPU time at the
+# caps (1.1x for 1,220 units x 4,096 windows, 1.2x for 250,000 units all moved, 1.9x for 10,000 nodes x 400
+# windows), and up to 2.4x in wall time at the nodes cap on a loaded machine (bench/reliability/deadlines.py); 3x
+# leaves room for the answer's trip back through the service. The adapter costs about 0.25x.
+POST_SOLVE_PER_PARSE = 3.0
+ADAPT_PER_PARSE = 0.3
 
 
 @dataclass(frozen=True)
@@ -89,12 +98,28 @@ def _windows(request: AssignmentRequest) -> int:
     return len(first) if isinstance(first, list) else 1
 
 
+def server_timing(marks: list[tuple[str, float]]) -> str:
+    """W3C Server-Timing from phase marks [(phase, its start)...] (the last mark ends the last phase): where a
+    request's time went (receive = upload and wait for a worker, parse, check, adapt, solve, answer = statistics,
+    validator and serialization), for callers and benchmarks."""
+    return ", ".join(
+        f"{name};dur={1000.0 * (end - start):.1f}" for (name, start), (_, end) in itertools.pairwise(marks)
+    )
+
+
 def _problem(problem: Problem, headers: dict[str, str] | None = None) -> WorkerAnswer:
     return WorkerAnswer(problem.status, problem_bytes(problem), PROBLEM_JSON, headers or {})
 
 
 def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -> WorkerAnswer:
-    """The whole plan request; never raises (a bug becomes a 500 problem without internals)."""
+    """The whole plan request; never raises (a bug becomes a 500 problem without internals).
+
+    The cyclic garbage collector is off for the request: parsing 250,000 units creates as many model objects, and
+    the collections their allocations trigger (each walking every object alive) cost more than the parse itself
+    (3x measured at the unit cap). A request's objects hold no cycles to speak of and are freed by reference counting
+    when it ends; the collector runs again between requests."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         return _plan(settings, job, announce)
     except ProblemError as exc:
@@ -122,9 +147,16 @@ def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None
                 instance=PATH,
             )
         )
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _plan(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -> WorkerAnswer:
+    marks = [
+        ("receive", job.started),
+        ("parse", time.monotonic()),
+    ]  # phase ends, for the Server-Timing header
     try:
         raw: Any = json.loads(job.body)
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
@@ -138,6 +170,7 @@ def _plan(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -
             {**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False, include_input=False)
         ]
         return _problem(validation_problem(fields, PATH))
+    marks.append(("check", time.monotonic()))
     errors = reference_errors(request) + size_errors(request, settings)
     if errors:
         raise invalid_snapshot(errors)
@@ -146,48 +179,60 @@ def _plan(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -
     announce(deadline)
     spec = REGISTRY[request.algorithm.name]
     n_values = len(request.units) * _windows(request)
-    reserve = post_solve_reserve_s(len(request.units), n_values)
-    # What the adapter and the post-solve steps will take, from measured costs: when that cannot fit before the
-    # deadline, say so now (422 naming time_limit_s) rather than burn the worker until it is killed.
-    needed = 2.0 * reserve
-    if time.monotonic() + needed > deadline:
-        at_least = time.monotonic() + needed - job.started - settings.deadline_slack_s
+    # What the statistics, the validator and the serialization will take: the measured cost per unit and value on a
+    # quiet machine, or what parsing this very request took times POST_SOLVE_PER_PARSE when that is more (the parse
+    # scales with the same units and values, and carries the machine's current load: 3x slower at load 7 on 2 cores).
+    parse_s = time.monotonic() - marks[1][1]
+    reserve = max(post_solve_reserve_s(len(request.units), n_values), POST_SOLVE_PER_PARSE * parse_s)
+    # When that cannot fit before the deadline, say so now (422 naming time_limit_s) rather than burn the worker
+    # until it is killed.
+    now = time.monotonic()
+    if now + ADAPT_PER_PARSE * parse_s + reserve > deadline:
+        at_least = now + ADAPT_PER_PARSE * parse_s + reserve - job.started - settings.deadline_slack_s
         raise invalid_snapshot(
             [
                 (
                     ("body", "time_limit_s"),
                     f"{time_limit:g} s is too short to plan {len(request.units)} units x {_windows(request)} "
                     f"windows here (parse, statistics, validation and serialization alone need about "
-                    f"{at_least:.1f} s): send time_limit_s of at least {at_least:.1f}, or a smaller snapshot",
+                    f"{at_least:.1f} s on this service now): send time_limit_s of at least {at_least:.1f}, or a "
+                    "smaller snapshot",
                 )
             ]
         )
+    marks.append(("adapt", time.monotonic()))
     instance = to_instance(request)
     params = request.algorithm
     del request  # the parsed models are the largest thing in memory; the validator reads the raw JSON
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
     # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
     solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))
+    marks.append(("solve", time.monotonic()))
     started = time.perf_counter()
     try:
         plan = spec.solve(instance, params, solver_budget)
     except UnsolvableRequest as exc:
         raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
     solve_s = time.perf_counter() - started
-    response = to_response(instance, plan, spec.name, round(solve_s * 1000.0, 3))
+    marks.append(("answer", time.monotonic()))
+    # Plain data: the validator checks exactly what is then serialized (one JSON pass, in Rust).
+    answer = plan_answer(instance, plan, spec.name, round(solve_s * 1000.0, 3))
     if settings.validate_plans:
-        problems = check_plan(raw, response.model_dump(mode="json", by_alias=True))
+        problems = check_plan(raw, answer)
         if problems:
             log.error("plan of %s failed validation: %s", spec.name, problems[:5])
             raise ProblemError(500, "Plan failed validation", "; ".join(problems[:5]))
+    body = pydantic_core.to_json(answer)
+    marks.append(("", time.monotonic()))
     return WorkerAnswer(
         200,
-        response.model_dump_json(by_alias=True).encode(),
+        body,
         "application/json",
+        headers={"Server-Timing": server_timing(marks)},
         algorithm=spec.name,
-        plan_status=response.status,
+        plan_status=answer["status"],
         solve_s=solve_s,
-        load_distance_before=response.before.load_distance,
-        load_distance_after=response.after.load_distance,
-        migrations=response.migrations,
+        load_distance_before=answer["before"]["load_distance"],
+        load_distance_after=answer["after"]["load_distance"],
+        migrations=answer["migrations"],
     )

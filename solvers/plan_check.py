@@ -6,14 +6,16 @@ tests run it on every plan they see.
 
 Invariants: every unit assigned exactly once to a known or added node; pinned units stay; draining and removed nodes
 receive nothing; removed nodes end empty; the moves list is exactly the diff of the two states with the right costs;
-the budget holds; no receiving node ends above max(100 %, the peak before) nor above a resource capacity; the
-reported before/after statistics and lower bound agree with a recomputation.
+the budget holds; no receiving node ends above max(100 %, the peak before) nor above max(a resource capacity, its
+usage before); the reported before/after statistics and lower bound agree with a recomputation.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -34,19 +36,24 @@ def _close(a: float | None, b: float | None, scale: float = 1.0) -> bool:
 CONSTANT_SERIES = (1e-13, 1e-11)
 
 
-def _average_correlation(rows: np.ndarray, constant_below: float) -> float:
-    """Mean Pearson correlation over all pairs of rows, in O(rows x windows): with z_i the centered rows scaled to unit
-    length (0 for constant rows), sum over pairs i < j of z_i . z_j = (|sum z_i|^2 - sum |z_i|^2) / 2."""
+def _average_correlations(rows: np.ndarray, constant_below: tuple[float, ...]) -> list[float]:
+    """Mean Pearson correlation over all pairs of rows, one value per constant-series line, in O(rows x windows):
+    with z_i the centered rows scaled to unit length (0 for constant rows), sum over pairs i < j of z_i . z_j =
+    (|sum z_i|^2 - sum |z_i|^2) / 2. The centered rows and their norms are computed once for every line."""
     n = rows.shape[0]
     if n < 2:
-        return 0.0
+        return [0.0 for _ in constant_below]
     centered = rows - rows.mean(axis=1, keepdims=True)
     norms = np.sqrt(np.einsum("ij,ij->i", centered, centered))
-    varying = norms > constant_below * np.maximum(1.0, np.abs(rows).max(axis=1))
-    z = centered[varying] / norms[varying, None]
-    total = z.sum(axis=0)
-    pair_sum = (float(total @ total) - float(np.einsum("ij,ij->", z, z))) / 2.0
-    return pair_sum / (n * (n - 1) / 2.0)
+    size = np.maximum(1.0, np.abs(rows).max(axis=1))
+    values = []
+    for line in constant_below:
+        varying = norms > line * size
+        z = centered[varying] / norms[varying, None]
+        total = z.sum(axis=0)
+        pair_sum = (float(total @ total) - float(np.einsum("ij,ij->", z, z))) / 2.0
+        values.append(pair_sum / (n * (n - 1) / 2.0))
+    return values
 
 
 def _node_series(unit_series: np.ndarray, where: np.ndarray, n_nodes: int) -> np.ndarray:
@@ -91,7 +98,7 @@ def _stats(
         "_peak_node_load": float(np.abs(totals).max()) if totals.size else 0.0,
     }
     if windows >= 2:
-        stats["avg_load_correlation"] = [_average_correlation(rows, line) for line in CONSTANT_SERIES]
+        stats["avg_load_correlation"] = _average_correlations(rows, CONSTANT_SERIES)
         stats["mean_node_load_variance"] = float(rows.var(axis=1).mean())
         # Theorem 1 (Xing et al.): the mean node variance is at least var(total series) / n^2.
         stats["min_mean_node_load_variance"] = float(rows.sum(axis=0).var()) / len(rows) ** 2
@@ -111,24 +118,29 @@ def _matches(claimed: Any, computed: Any) -> bool:
 def _traffic_stats(
     request: Mapping[str, Any],
     total_load: float,
-    current: Mapping[str, str | None],
-    assignment: Mapping[str, str | None],
+    unit_ids: list[str],
+    where_before: np.ndarray,
+    where_after: np.ndarray,
 ) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """Collocation factor (share of the traffic rate between units on one node) and load index (estimated load in
     percent of the state before, crossing traffic costing serialization_cost load units per unit of rate), before
-    and after the plan. One pass per state over the traffic (up to a million edges)."""
+    and after the plan. One pass over the traffic (up to a million edges) to index it, then array operations."""
     traffic = request.get("traffic") or []
+    position = dict(zip(unit_ids, range(len(unit_ids)), strict=True)) if traffic else {}
+    nowhere = len(unit_ids)  # an unknown unit counts as placed nowhere
+    src = np.array([position.get(t["src"], nowhere) for t in traffic], dtype=np.int64)
+    dst = np.array([position.get(t["dst"], nowhere) for t in traffic], dtype=np.int64)
+    rates = [float(t["rate"]) for t in traffic]
+    rate = np.array(rates, dtype=np.float64)
 
-    def crossing(placement: Mapping[str, str | None]) -> float:
-        return math.fsum(
-            float(t["rate"])
-            for t in traffic
-            if placement.get(t["src"]) is None or placement.get(t["src"]) != placement.get(t["dst"])
-        )
+    def crossing(where_known: np.ndarray) -> float:
+        where = np.append(where_known, -1)
+        apart = (where[src] < 0) | (where[src] != where[dst])
+        return math.fsum(rate[apart].tolist())
 
-    total_rate = math.fsum(float(t["rate"]) for t in traffic)
+    total_rate = math.fsum(rates)
     cost = request.get("serialization_cost")
-    crossing_before = crossing(current)
+    crossing_before = crossing(where_before)
 
     def stats(crossing_now: float) -> dict[str, float | None]:
         factor = None if total_rate <= 0.0 else 1.0 - crossing_now / total_rate
@@ -139,14 +151,25 @@ def _traffic_stats(
             )
         return {"collocation_factor": factor, "load_index": index}
 
-    return stats(crossing_before), stats(crossing(assignment))
+    return stats(crossing_before), stats(crossing(where_after))
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    """A 1-d object array of exactly these values (np.array would read nested sequences as more dimensions)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
     """Every violation found, as sentences; an empty list means the plan is valid for the request."""
     problems: list[str] = []
     nodes = {n["id"]: n for n in request["nodes"]}
-    units = {u["id"]: u for u in request["units"]}
+    # Per-unit columns are read with map() over C-level getters: one pass each, no Python frame per unit (the
+    # validator runs on every plan, up to 250,000 units).
+    unit_list = list(request["units"])
+    unit_ids = list(map(itemgetter("id"), unit_list))
+    units = dict(zip(unit_ids, unit_list, strict=True))
     scaling = plan.get("scaling") or {}
     added = list(scaling.get("add_nodes", []))
     removed = set(scaling.get("remove_nodes", []))
@@ -169,54 +192,94 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     draining = {n for n in nodes if nodes[n].get("draining", False)}
 
     assignment: Mapping[str, str] = plan.get("assignment", {})
-    missing = [u for u in units if u not in assignment]
-    extra = [u for u in assignment if u not in units]
-    if missing:
-        problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
-    if extra:
-        problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
-    if missing or extra:
-        return problems
+    assigned_to = list(map(assignment.get, unit_ids))
+    if None in assigned_to or len(assignment) != len(units) or len(units) != len(unit_ids):
+        missing = [u for u in units if u not in assignment]
+        extra = [u for u in assignment if u not in units]
+        if missing:
+            problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
+        if extra:
+            problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
+        if missing or extra:
+            return problems
+        # duplicate unit ids in the request (the service rejects those): check the last of each, as a dict keeps
+        unit_list = list(units.values())
+        unit_ids = list(units)
+        assigned_to = list(map(assignment.get, unit_ids))
 
-    current = {u: units[u].get("node") for u in units}
-    expected_moves: dict[str, tuple[str | None, str, float]] = {}
-    receivers: set[str] = set()
-    for unit_id, node_id in assignment.items():
-        unit = units[unit_id]
-        if node_id not in capacity:
-            problems.append(f"unit {unit_id!r} assigned to unknown node {node_id!r}")
-            continue
-        if node_id in removed:
-            problems.append(f"unit {unit_id!r} is on removed node {node_id!r}")
-        before = current[unit_id]
-        if node_id != before:
-            if unit.get("pinned", False):
-                problems.append(f"pinned unit {unit_id!r} moved from {before!r} to {node_id!r}")
-            if node_id in draining:
-                problems.append(f"unit {unit_id!r} moved onto draining node {node_id!r}")
-            if node_id in marked:
-                problems.append(
-                    f"unit {unit_id!r} moved onto node {node_id!r} that the plan marks for removal"
-                )
-            receivers.add(node_id)
-            if before is not None:
-                expected_moves[unit_id] = (before, node_id, float(unit.get("state_size", 0.0)))
+    # Columns, one entry per unit in request order: the checks below are array operations, not a Python pass per
+    # unit (250,000 units), and each index is looked up once.
+    n_units = len(unit_ids)
+    index = {n: i for i, n in enumerate(all_nodes)}
+    n_all = len(all_nodes)
+    current_list = list(map(dict.get, unit_list, repeat("node")))
+    # A unit without a node (None, or a node the request does not name) is nowhere before the plan.
+    where_before = np.fromiter(map(index.get, current_list, repeat(-1)), dtype=np.int64, count=n_units)
+    where_after = np.fromiter(map(index.get, assigned_to, repeat(-2)), dtype=np.int64, count=n_units)
+    unknown = np.flatnonzero(where_after == -2)
+    for k in unknown.tolist():
+        problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
+    if len(unknown):
+        return problems
+    pinned = np.fromiter(map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units)
+    state_size = np.fromiter(
+        map(dict.get, unit_list, repeat("state_size"), repeat(0.0)), dtype=np.float64, count=n_units
+    )
+    removed_mask = np.array([n in removed for n in all_nodes], dtype=bool)
+    draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
+    marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
+    changed = where_after != where_before
+    for k in np.flatnonzero(removed_mask[where_after]).tolist():
+        problems.append(f"unit {unit_ids[k]!r} is on removed node {all_nodes[where_after[k]]!r}")
+    for k in np.flatnonzero(changed & pinned).tolist():
+        problems.append(
+            f"pinned unit {unit_ids[k]!r} moved from {current_list[k]!r} to {all_nodes[where_after[k]]!r}"
+        )
+    for k in np.flatnonzero(changed & draining_mask[where_after]).tolist():
+        problems.append(f"unit {unit_ids[k]!r} moved onto draining node {all_nodes[where_after[k]]!r}")
+    for k in np.flatnonzero(changed & marked_mask[where_after]).tolist():
+        problems.append(
+            f"unit {unit_ids[k]!r} moved onto node {all_nodes[where_after[k]]!r} that the plan marks for removal"
+        )
     if problems:
         return problems
+    receiving = np.zeros(n_all, dtype=bool)
+    receiving[where_after[changed]] = True
+    moved = np.flatnonzero(changed & (where_before >= 0))
 
-    reported = {m["unit"]: (m.get("from"), m["to"], float(m["cost"])) for m in plan.get("moves", [])}
-    if len(reported) != len(plan.get("moves", [])):
+    moves = list(plan.get("moves", []))
+    reported_units = list(map(itemgetter("unit"), moves))
+    expected_ids = [unit_ids[k] for k in moved.tolist()]
+    reported_set = set(reported_units)
+    if len(reported_set) != len(moves):
         problems.append("a unit appears twice in moves")
-    if set(reported) != set(expected_moves):
+    if reported_set != set(expected_ids):
         problems.append(
-            f"moves list {sorted(reported)[:5]} does not match the diff of the assignment {sorted(expected_moves)[:5]}"
+            f"moves list {sorted(reported_set)[:5]} does not match the diff of the assignment {sorted(expected_ids)[:5]}"
         )
-    else:
-        for unit_id, (src, dst, cost) in expected_moves.items():
-            if reported[unit_id][:2] != (src, dst) or not _close(reported[unit_id][2], cost, cost):
-                problems.append(f"move of {unit_id!r} reported as {reported[unit_id]}, is {(src, dst, cost)}")
-    count = len(expected_moves)
-    cost_total = math.fsum(c for _, _, c in expected_moves.values())
+    elif len(moves) == len(expected_ids):
+        if reported_units != expected_ids:  # another order than the units': line the moves up with the units
+            at = dict(zip(reported_units, moves, strict=True))
+            moves = [at[u] for u in expected_ids]
+        # Compared as whole columns (up to 250,000 moves): from, to, and the cost within _close's tolerance.
+        src = _objects(list(map(dict.get, moves, repeat("from"))))
+        dst = _objects(list(map(itemgetter("to"), moves)))
+        cost = np.array(list(map(itemgetter("cost"), moves)), dtype=np.float64).reshape(-1)
+        want_src = _objects([current_list[k] for k in moved.tolist()])
+        want_dst = _objects(all_nodes)[where_after[moved]]
+        want_cost = state_size[moved]
+        tolerance = np.maximum(
+            REL_TOL * np.maximum(np.abs(cost), np.abs(want_cost)), ABS_TOL * np.maximum(1.0, want_cost)
+        )
+        wrong = (src != want_src) | (dst != want_dst) | ~(np.abs(cost - want_cost) <= tolerance)
+        for j in np.flatnonzero(wrong).tolist():
+            k = int(moved[j])
+            problems.append(
+                f"move of {unit_ids[k]!r} reported as {(moves[j].get('from'), moves[j]['to'], float(moves[j]['cost']))}, "
+                f"is {(current_list[k], all_nodes[where_after[k]], float(state_size[k]))}"
+            )
+    count = len(moved)
+    cost_total = math.fsum(state_size[moved].tolist())
     if plan.get("migrations") is not None and plan["migrations"] != count:
         problems.append(f"migrations reported {plan['migrations']}, counted {count}")
     if not _close(float(plan.get("migration_cost", 0.0)), cost_total, cost_total):
@@ -227,54 +290,59 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     max_cost = budget.get("max_migration_cost")
     if max_cost is not None and cost_total > float(max_cost) * (1 + 1e-9) + 1e-9:
         problems.append(f"migration cost {cost_total} exceeds max_migration_cost {max_cost}")
-    if plan.get("status") == "unchanged" and expected_moves:
+    if plan.get("status") == "unchanged" and count:
         problems.append("status 'unchanged' but the plan moves units")
 
-    for node_id in removed:
-        held = [u for u, n in assignment.items() if n == node_id]
-        if held:
-            problems.append(f"removed node {node_id!r} still holds {len(held)} units")
+    held = np.bincount(where_after, minlength=n_all)
+    for i in np.flatnonzero(removed_mask & (held > 0)).tolist():
+        problems.append(f"removed node {all_nodes[i]!r} still holds {int(held[i])} units")
 
     # Loads: a single number is a series of one window.
-    unit_ids = list(units)
-    unit_series = np.array(
-        [v["load"] if isinstance(v["load"], list) else [float(v["load"])] for v in units.values()],
-        dtype=np.float64,
-    ).reshape(len(unit_ids), -1)
-    index = {n: i for i, n in enumerate(all_nodes)}
-    where_before = np.array([index[current[u]] if current[u] is not None else -1 for u in unit_ids])
-    where_after = np.array([index[assignment[u]] for u in unit_ids])
+    loads = list(map(itemgetter("load"), unit_list))
+    if loads and isinstance(loads[0], list):
+        unit_series = np.array(loads, dtype=np.float64).reshape(len(unit_ids), -1)
+    else:
+        unit_series = np.array(loads, dtype=np.float64).reshape(len(unit_ids), 1)
     capacity_arr = np.array([capacity[n] for n in all_nodes])
     staying_before = np.array([n in nodes and n not in draining for n in all_nodes])
-    staying_after = np.array([n not in draining and n not in removed and n not in marked for n in all_nodes])
+    staying_after = ~(draining_mask | removed_mask | marked_mask)
     before = _stats(unit_series, where_before, capacity_arr, staying_before)
     after = _stats(unit_series, where_after, capacity_arr, staying_after)
     # Added nodes hold nothing before the plan: they change no statistic of the before state.
-    total_load = math.fsum(unit_series.mean(axis=1).tolist()) if len(unit_ids) else 0.0
-    traffic_before, traffic_after = _traffic_stats(request, total_load, current, assignment)
+    unit_mean = unit_series.mean(axis=1)
+    total_load = math.fsum(unit_mean.tolist()) if len(unit_ids) else 0.0
+    traffic_before, traffic_after = _traffic_stats(request, total_load, unit_ids, where_before, where_after)
     before.update(traffic_before)
     after.update(traffic_after)
 
     # Capacity: a receiving node may not end above 100 % or the peak before, whichever is higher.
-    cap = max(100.0, before["max_utilization"]) if any(current.values()) else None
-    node_load = np.bincount(where_after, weights=unit_series.mean(axis=1), minlength=len(all_nodes))
-    for node_id in receivers:
-        util = 100.0 * float(node_load[index[node_id]]) / capacity[node_id]
-        limit = cap if cap is not None else max(100.0, after["max_utilization"])
-        if util > limit * (1 + 1e-9) + 1e-9:
+    cap = max(100.0, before["max_utilization"]) if bool((where_before >= 0).any()) else None
+    node_load = np.bincount(where_after, weights=unit_mean, minlength=n_all)
+    limit = cap if cap is not None else max(100.0, after["max_utilization"])
+    util_after = 100.0 * node_load / capacity_arr
+    for i in np.flatnonzero(receiving & (util_after > limit * (1 + 1e-9) + 1e-9)).tolist():
+        problems.append(
+            f"node {all_nodes[i]!r} receives units and ends at {util_after[i]:.3f}% utilization, over {limit:.3f}%"
+        )
+    # Further resources are hard caps on receiving nodes: a receiver ends within its capacity, or (a node already
+    # over it before the plan, like the utilization rule above) not above its own usage before.
+    usage: dict[tuple[int, str], float] = {}
+    usage_before: dict[tuple[int, str], float] = {}
+    for k in [k for k, unit in enumerate(unit_list) if unit.get("resources")]:
+        for resource, amount in unit_list[k]["resources"].items():
+            node_resource = (int(where_after[k]), resource)
+            usage[node_resource] = usage.get(node_resource, 0.0) + float(amount)
+            if where_before[k] >= 0:
+                was_held = (int(where_before[k]), resource)
+                usage_before[was_held] = usage_before.get(was_held, 0.0) + float(amount)
+    for (i, resource), amount in usage.items():
+        limit_r = (nodes.get(all_nodes[i], {}).get("resources") or {}).get(resource)
+        if not receiving[i] or limit_r is None:
+            continue
+        allowed = max(float(limit_r), usage_before.get((i, resource), 0.0))
+        if amount > allowed * (1 + 1e-9) + 1e-9:
             problems.append(
-                f"node {node_id!r} receives units and ends at {util:.3f}% utilization, over {limit:.3f}%"
-            )
-    # Further resources are hard caps on receiving nodes.
-    usage: dict[tuple[str, str], float] = {}
-    for unit_id, node_id in assignment.items():
-        for resource, amount in (units[unit_id].get("resources") or {}).items():
-            usage[(node_id, resource)] = usage.get((node_id, resource), 0.0) + float(amount)
-    for (node_id, resource), amount in usage.items():
-        limit_r = (nodes.get(node_id, {}).get("resources") or {}).get(resource)
-        if node_id in receivers and limit_r is not None and amount > float(limit_r) * (1 + 1e-9) + 1e-9:
-            problems.append(
-                f"node {node_id!r} uses {amount:g} of {resource!r}, over its capacity {limit_r:g}"
+                f"node {all_nodes[i]!r} uses {amount:g} of {resource!r}, over its capacity {limit_r:g}"
             )
 
     # Statistics are differences of large numbers (utilizations minus their mean, loads minus their mean): two

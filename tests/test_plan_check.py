@@ -244,3 +244,12 @@ def test_series_statistics_are_recomputed() -> None:
         broken = copy.deepcopy(plan)
         broken["after"][key] += 0.5
         assert any(f"after.{key}" in p for p in check_plan(request, broken)), key
+
+
+def test_moves_in_another_order_than_the_units_are_lined_up_not_rejected() -> None:
+    # The validator compares the moves as columns in unit order; a caller's list in any order is the same plan.
+    plan = copy.deepcopy(consistent_plan(VALID_MOVES))
+    plan["moves"].reverse()
+    assert check_plan(REQUEST, plan) == []
+    plan["moves"][0]["from"] = "b"
+    assert any("reported as" in p for p in check_plan(REQUEST, plan))

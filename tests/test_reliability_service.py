@@ -249,3 +249,160 @@ def test_bodies_in_flight_together_are_capped() -> None:
     asyncio.run(scenario())
     assert answers == [503, 200, 200]
     assert middleware.buffered == 0
+
+
+# Found by the 10,000-case fuzz bench (bench/reliability/fuzz.py): valid snapshots that were 500s in milp.
+FUZZ_MILP_500S = {
+    # HiGHS printed a warning on stdout, the pipe its answer is pickled on (extreme coefficients: capacity 1e-6
+    # next to loads of 1e12 and a resource cap).
+    "highs stdout": {
+        "nodes": [
+            {"id": "n0", "capacity": 100.0, "resources": {"mem": 10.0}},
+            {"id": "n1", "capacity": 1e-06, "draining": True, "resources": {"mem": 100.0}},
+            {"id": "n2", "capacity": 100.0, "resources": {"mem": 10.0}},
+            {"id": "n3", "capacity": 1e6, "resources": {"mem": 100.0}},
+            {"id": "n4", "capacity": 1e6, "draining": True, "resources": {"mem": 10.0}},
+            {"id": "n5", "capacity": 1e6, "resources": {"mem": 100.0}},
+            {"id": "n6", "capacity": 1.0, "draining": True, "resources": {"mem": 1e6}},
+        ],
+        "units": [
+            {"id": "u0", "load": 0.1, "node": "n5", "resources": {"mem": 1.0}},
+            {"id": "u1", "load": 1e12, "node": "n1", "state_size": 51.65469383550402},
+            {"id": "u2", "load": 1e12, "node": "n3", "state_size": 28.0, "resources": {"mem": 1.0}},
+            {"id": "u3", "load": 1 / 3, "node": "n0", "resources": {"mem": 5.0}},
+            {"id": "u4", "load": 12.0, "node": "n2", "resources": {"mem": 1.0}},
+            {"id": "u5", "load": 1e6, "node": "n6", "state_size": 1.175494351e-38},
+            {"id": "u6", "load": 1e6, "node": "n3", "operator": "op0"},
+            {"id": "u7", "load": 9.459445782582737e-60, "resources": {"mem": 1.0}, "operator": "op1"},
+            {"id": "u8", "load": 1e12, "node": "n5"},
+            {"id": "u9", "load": 12.0, "node": "n6", "resources": {"mem": 1.0}, "operator": "op0"},
+        ],
+        "algorithm": {"name": "milp", "backend": "highs", "relative_gap": 0.001},
+        "time_limit_s": 1.0,
+        "budget": {"max_migrations": 2147483647},
+    },
+    # No movable unit under max_migrations 0: CP-SAT grouped an empty array of moves into one group.
+    "cp-sat no moves": {
+        "nodes": [{"id": "n0", "capacity": 1e-06}],
+        "units": [
+            {"id": "u0", "load": 44.333351873560545},
+            {"id": "u1", "load": 1 / 3, "node": "n0", "operator": "op2"},
+            {"id": "u2", "load": 1 / 3, "operator": "op2"},
+            {"id": "u3", "load": 1e15, "node": "n0", "state_size": 0.0, "operator": "op0"},
+            {"id": "u4", "load": 29.0, "node": "n0", "operator": "op0"},
+            {"id": "u5", "load": 29.0, "node": "n0"},
+            {"id": "u6", "load": 0.0, "state_size": 44.333351873560545},
+        ],
+        "algorithm": {"name": "milp", "backend": "cp-sat", "relative_gap": 0.0},
+        "time_limit_s": 1.0,
+        "budget": {"max_migrations": 0},
+    },
+    # A state size of 2.2e-309 (denormal) as the budget's cost step: the room 5 / 2.2e-309 is infinite (OverflowError).
+    "cp-sat denormal cost step": {
+        "nodes": [
+            {"id": "n0", "capacity": 50.5},
+            {"id": "n1", "capacity": 100.0, "draining": True},
+            {"id": "n2", "capacity": 100.0, "draining": True},
+            {"id": "n3", "capacity": 1e-06},
+        ],
+        "units": [
+            {"id": "u0", "load": [21.0, 1000000000000000.0, 3.0, 12.0, 0.45], "node": "n3"},
+            {
+                "id": "u1",
+                "load": [2.225073858507203e-309, 1.0, 1e-09, 3.167650968341028e-50, 2.0],
+                "node": "n2",
+            },
+            {
+                "id": "u2",
+                "load": [21.0, 0.1, 0.3333333333333333, 0.3333333333333333, 1000000000000000.0],
+                "state_size": 0.0,
+            },
+            {
+                "id": "u3",
+                "load": [27.0, 6.0, 70.30890494307661, 2.220446049250313e-16, 0.25],
+                "node": "n3",
+                "state_size": 2.225073858507203e-309,
+            },
+        ],
+        "algorithm": {"name": "milp", "backend": "cp-sat", "relative_gap": 0.0},
+        "time_limit_s": 1.0,
+        "budget": {"max_migration_cost": 5.0},
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 2e-07}],
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(FUZZ_MILP_500S))
+def test_milp_cases_the_fuzz_bench_found_are_not_500s(client: TestClient, case: str) -> None:
+    body = FUZZ_MILP_500S[case]
+    response = client.post(PLAN, json=body)
+    assert response.status_code in (200, 422), response.text
+    if response.status_code == 200:
+        assert check_plan(body, response.json()) == []
+
+
+def test_a_request_whose_post_solve_work_cannot_fit_is_422_naming_time_limit_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The reserve for statistics, validator and serialization scales with this request's own measured parse time
+    # (the machine's load): when it cannot fit before the deadline the answer says so at once.
+    from service import planning
+
+    monkeypatch.setattr(planning, "POST_SOLVE_PER_PARSE", 1e9)
+    body = json.dumps({**make_snapshot(), "algorithm": {"name": "flux"}, "time_limit_s": 0.5}).encode()
+    answer = planning.plan_task(Settings(), planning.PlanJob(body, time.monotonic()), lambda deadline: None)
+    assert answer.status == 422
+    problem = json.loads(answer.body)
+    assert problem["errors"][0]["loc"] == ["body", "time_limit_s"]
+    assert "too short" in problem["errors"][0]["msg"]
+
+
+def test_a_plan_answer_names_where_its_time_went() -> None:
+    from service import planning
+
+    body = json.dumps({**make_snapshot(), "algorithm": {"name": "flux"}}).encode()
+    answer = planning.plan_task(Settings(), planning.PlanJob(body, time.monotonic()), lambda deadline: None)
+    assert answer.status == 200
+    phases = [part.split(";")[0] for part in answer.headers["Server-Timing"].split(", ")]
+    assert phases == ["receive", "parse", "check", "adapt", "solve", "answer"]
+
+
+def test_a_node_already_over_a_resource_cap_may_receive_units_that_do_not_use_it(client: TestClient) -> None:
+    # Found by the fuzz bench: n0 holds 11 of mem (cap 10) before the plan; flux places units of mem 0 there (the
+    # solvers' rule: a receiver ends within max(capacity, its usage before)); the validator answered 500.
+    body = {
+        "nodes": [
+            {"id": "n0", "capacity": 100.0, "resources": {"mem": 10.0}},
+            {"id": "n1", "capacity": 1e-06, "resources": {"mem": 10.0}},
+        ],
+        "units": [
+            {"id": "u0", "load": 5.0, "node": "n0", "resources": {"mem": 5.0}},
+            {"id": "u1", "load": 5.0, "node": "n0", "resources": {"mem": 6.0}},
+            {"id": "u2", "load": 1.0, "resources": {"mem": 0.0}},
+        ],
+        "algorithm": {"name": "flux"},
+    }
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert plan["assignment"]["u2"] == "n0"
+    assert check_plan(body, plan) == []
+    # Still caught: the same node receiving a unit that does use the resource.
+    body["units"][2]["resources"] = {"mem": 1.0}
+    plan["assignment"]["u2"] = "n0"
+    assert any("over its capacity 10" in p for p in check_plan(body, plan))
+
+
+# Found by the fuzz bench: ELB's second repair start put a unit without a node on the node the greedy had placed it on,
+# though in the fresh start that node was full (n0, capacity 1, already at the peak by a pinned unit): the plan ended
+# above the capacity cap and the validator answered 500.
+ELB_FULL_NODE_IN_FRESH_START = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 1.0, "resources": {"mem": 10.0}}, {"id": "n1", "capacity": 1000000.0, "resources": {"mem": 10.0}}, {"id": "n2", "capacity": 1000000.0, "resources": {"mem": 1000000.0}}], "units": [{"id": "u0", "load": [1000000000000000.0, 1000000000000000.0, 96.29890278305253, 99.999, 19.0, 1000000.0], "node": "n2", "operator": "op1"}, {"id": "u1", "load": [0.0, 23.0, 22.0, 1000000.0, 71.17204305956562, 1e-09], "node": "n2", "resources": {"mem": 1.0}}, {"id": "u2", "load": [34.64816457884082, 2.1483454324589435e-66, 27.202676217483518, 1e-09, 0.3333333333333333, 74.77074725590381], "node": "n2", "state_size": 23.0}, {"id": "u3", "load": [1000000.0, 29.0, 1e-09, 23.0, 1000000000000.0, 30.0], "node": "n2", "pinned": true, "state_size": 19.0, "operator": "op0"}, {"id": "u4", "load": [1000000000000000.0, 0.45, 9.0, 1000000.0, 0.3333333333333333, 1000000000000000.0], "resources": {"mem": 1.0}}, {"id": "u5", "load": [5.0, 1e-09, 6.0, 33.706439878236125, 4.0, 0.45], "node": "n0"}, {"id": "u6", "load": [0.0, 67.51863680430897, 0.1, 1e-300, 1e-09, 1000000.0], "state_size": 1.0095621800246342e-135, "resources": {"mem": 5.0}}, {"id": "u7", "load": [11.0, 0.0, 0.1, 0.0, 1000000000000.0, 19.0], "node": "n2", "resources": {"mem": 0.0}, "operator": "op1"}, {"id": "u8", "load": [54.42440941100922, 1e-09, 1000000.0, 0.45, 23.0, 0.45], "node": "n0"}, {"id": "u9", "load": [99.99999999999999, 99.999, 28.0, 0.1, 21.0, 99.999], "node": "n2", "state_size": 10.598380068759264, "resources": {"mem": 5.0}}, {"id": "u10", "load": [0.3333333333333333, 1000000000000.0, 1000000000000.0, 1e-09, 20.184979294861964, 0.3333333333333333], "node": "n0", "pinned": true, "resources": {"mem": 5.0}, "operator": "op0"}, {"id": "u11", "load": [1000000.0, 99.999, 3.0, 1000000.0, 1000000000000.0, 1000000000000.0], "node": "n2", "state_size": 0.3333333333333333}, {"id": "u12", "load": [0.0, 0.1, 99.999, 49.644532714083454, 0.3333333333333333, 25.64302565792805], "node": "n0", "state_size": 16.0, "operator": "op2"}, {"id": "u13", "load": [1000000.0, 58.627604114249046, 1000000000000.0, 15.385112997423226, 92.94267338079332, 1.9816453519902937e-289], "node": "n1", "state_size": 1000000000000000.0}, {"id": "u14", "load": [0.003501571193378824, 8.674034458386238, 1e-09, 1000000000000000.0, 1000000.0, 99.999], "node": "n1", "resources": {"mem": 0.0}}, {"id": "u15", "load": [1000000000000.0, 1000000000000.0, 47.927492303237486, 22.0, 11.0, 99.99999999999999], "node": "n2", "state_size": 43.186621600361185, "resources": {"mem": 1.0}}], "algorithm": {"name": "elb", "tolerance": 0.7456719846436132}, "time_limit_s": 1.0, "budget": {"max_migrations": 2147483647}, "traffic": [{"src": "u0", "dst": "u1", "rate": 24.0}]}'
+)
+
+
+def test_elb_never_places_a_unit_without_a_node_over_the_capacity_cap(client: TestClient) -> None:
+    body = ELB_FULL_NODE_IN_FRESH_START
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert check_plan(body, response.json()) == []

@@ -82,8 +82,9 @@ def _family(pid: int) -> list[int]:
     return [pid, *kids]
 
 
-def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int]:
-    """(wall s, status, short answer, peak RSS bytes of the server and its workers during the request)."""
+def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int, str]:
+    """(wall s, status, short answer, peak RSS bytes of the server and its workers during the request, the server's
+    phases in seconds from its Server-Timing header)."""
     peak = 0
     done = threading.Event()
 
@@ -105,7 +106,13 @@ def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int]:
         short = f"{plan['status']}, {plan['migrations']} moves, solve {plan['solve_ms'] / 1000:.2f} s"
     else:
         short = response.json().get("detail", "")[:90]
-    return wall, response.status_code, short, peak
+    phases = " ".join(
+        f"{name} {float(dur) / 1000:.1f}"
+        for name, _, dur in (
+            part.partition(";dur=") for part in response.headers.get("server-timing", "").split(", ") if part
+        )
+    )
+    return wall, response.status_code, short, peak, phases
 
 
 def main() -> None:
@@ -119,22 +126,23 @@ def main() -> None:
     algorithms = args.only.split(",") if args.only else ALGORITHMS
     print(f"load average {os.getloadavg()[0]:.1f} (2 cores); time_limit_s {args.time_limit:g}")
     print(
-        "| algorithm | shape | body MiB | wall s | limit + 1 s | within | status | answer | peak memory MiB | cap MiB |"
+        "| algorithm | shape | body MiB | wall s | limit + 1 s | within | status | answer | server phases s "
+        "| peak memory MiB | cap MiB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     with serve("trimtab") as (url, process):
         for shape in args.shapes.split(","):
             for algorithm in algorithms:
                 if SHAPES[shape][2] == 1 and algorithm in SERIES_ONLY:
                     continue  # needs series: covered by the other shapes
                 body = body_for(shape, algorithm, args.time_limit)
-                wall, status, short, peak = measure(url, process.pid, body)
+                wall, status, short, peak, phases = measure(url, process.pid, body)
                 mib = len(body) / 2**20
                 cap = 30 * mib + 300
                 within = "yes" if wall <= args.time_limit + 1.0 else "NO"
                 print(
                     f"| {algorithm} | {shape} | {mib:.0f} | {wall:.2f} | {args.time_limit + 1:g} | {within} | "
-                    f"{status} | {short} | {peak / 2**20:.0f} | {cap:.0f} |",
+                    f"{status} | {short} | {phases} | {peak / 2**20:.0f} | {cap:.0f} |",
                     flush=True,
                 )
     print(f"load average after {os.getloadavg()[0]:.1f}")

@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+from pathlib import Path
 
 from bench.reliability.load import LoadResult, run_load
 from bench.reliability.servers import serve
@@ -44,13 +45,30 @@ def snapshot(seed: int, algorithm: dict[str, object], time_limit_s: float | None
     return json.dumps(body).encode()
 
 
-def row(name: str, result: LoadResult, bare: LoadResult | None) -> str:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far (/proc/PID/stat)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def row(name: str, result: LoadResult, bare: LoadResult | None, cpu: tuple[float, float]) -> str:
     ratio = f"{result.rate / bare.rate:.2f}" if bare else "1.00"
     p99_ratio = f"{result.percentile(0.99) / bare.percentile(0.99):.2f}" if bare else "1.00"
     statuses = ", ".join(f"{k}: {v}" for k, v in sorted(result.statuses.items()))
     return (
         f"| {name} | {result.rate:.0f} | {ratio} | {1000 * result.percentile(0.5):.0f} | "
-        f"{1000 * result.percentile(0.99):.0f} | {p99_ratio} | {statuses} |"
+        f"{1000 * result.percentile(0.99):.0f} | {p99_ratio} | {statuses} | "
+        f"{1000 * cpu[0] / max(1, result.requests):.2f} | {1000 * cpu[1] / max(1, result.requests):.2f} |"
     )
 
 
@@ -69,12 +87,18 @@ def main() -> None:
         ),
     }
     results: dict[str, list[LoadResult]] = {name: [] for name in cases}
+    # CPU seconds spent during the load windows: (the uvicorn process, its solver workers)
+    cpu: dict[str, list[float]] = {name: [0.0, 0.0] for name in cases}
     load_before = os.getloadavg()
     for _ in range(args.rounds):
         for name, (kind, bodies) in cases.items():
-            with serve(kind) as (url, _process):
+            with serve(kind) as (url, process):
                 run_load(url + PLAN, bodies[:8], duration_s=1.0)  # warm-up: imports, worker forks, caches
+                workers = children(process.pid)
+                before = (cpu_seconds(process.pid), sum(map(cpu_seconds, workers)))
                 results[name].append(run_load(url + PLAN, bodies, duration_s=args.duration))
+                cpu[name][0] += cpu_seconds(process.pid) - before[0]
+                cpu[name][1] += sum(map(cpu_seconds, workers)) - before[1]
     load_after = os.getloadavg()
 
     def merged(parts: list[LoadResult]) -> LoadResult:
@@ -91,11 +115,14 @@ def main() -> None:
         f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f} (2 cores); "
         f"{args.rounds} rounds x {args.duration:g} s per server, 2 load workers, concurrency 16"
     )
-    print("| server | req/s | ratio to bare | p50 ms | p99 ms | p99 / bare p99 | statuses |")
-    print("|---|---|---|---|---|---|---|")
-    print(row("bare FastAPI", bare, None))
+    print(
+        "| server | req/s | ratio to bare | p50 ms | p99 ms | p99 / bare p99 | statuses "
+        "| service CPU ms/req | worker CPU ms/req |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(row("bare FastAPI", bare, None, (cpu["bare FastAPI"][0], cpu["bare FastAPI"][1])))
     for name in list(cases)[1:]:
-        print(row(name, merged(results[name]), bare))
+        print(row(name, merged(results[name]), bare, (cpu[name][0], cpu[name][1])))
 
 
 if __name__ == "__main__":

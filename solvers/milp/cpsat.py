@@ -31,6 +31,8 @@ INTEGER_RANGE = 2**30  # the model's largest integer quantity; w1 * d stays belo
 
 def _grouped(keys: IntArray) -> dict[int, IntArray]:
     """Indices of `keys` grouped by value (one argsort instead of a Python loop per element)."""
+    if not len(keys):
+        return {}  # np.split of nothing is one empty group, which no key names
     order = np.argsort(keys, kind="stable")
     values, first = np.unique(keys[order], return_index=True)
     return dict(zip(values.tolist(), np.split(order, first[1:]), strict=True))
@@ -82,7 +84,9 @@ def solve_cpsat(
             if step is not None and float(np.abs(model.cost_coef[nonzero]).sum()) / step < 2**50:
                 # Costs are multiples of one step (integers, cents...): exact integers, the room rounded down once.
                 coefficients = np.rint(model.cost_coef[nonzero] / step).astype(np.int64)
-                room = math.floor(room_real / step * (1 + 1e-12) + 1e-9)
+                # A step of 1e-309 makes the room infinite: it cannot bind (clamped to the coefficients' reach below).
+                steps = room_real / step * (1 + 1e-12) + 1e-9
+                room = math.floor(steps) if math.isfinite(steps) else (2**62 if steps > 0 else -(2**62))
             else:
                 # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the
                 # budget, but a plan that uses the budget exactly may be cut off, so nothing is proven.

@@ -407,11 +407,19 @@ def _repair(cluster: Cluster, ranges: Ranges, deadline: float, notes: list[str])
         fresh = Cluster.start(inst, len(cluster.capacity) - inst.n_nodes, float(cluster.capacity[-1]))
         fresh.leaving = cluster.leaving.copy()
         # Units without a node keep the greedy's placement: the repair only moves placed units (found by the fuzz
-        # test: the fresh start left them without a node).
+        # test: the fresh start left them without a node). Where that node is full in the fresh start (the greedy
+        # had moved units off it; found by the fuzz bench: a unit pushed a node above the capacity cap), there is
+        # no second start.
+        fits_all = True
         for unit in np.flatnonzero(inst.current == UNPLACED).tolist():
-            fresh.place(unit, int(cluster.assignment[unit]))
-        repair(fresh, ranges, deadline)
-        candidates.append(fresh)
+            node = int(cluster.assignment[unit])
+            if not fresh.fits(unit, node):
+                fits_all = False
+                break
+            fresh.place(unit, node)
+        if fits_all:
+            repair(fresh, ranges, deadline)
+            candidates.append(fresh)
     if greedy_outside:
         for c in candidates:
             undo_moves(c, ranges)
