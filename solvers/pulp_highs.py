@@ -11,6 +11,7 @@ and returns plain arrays (the fields of `solvers.milp.model.MoveModel`) and impo
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import sys
 from typing import Any
@@ -94,5 +95,11 @@ def solve_move_model(p: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    # HiGHS (1.16) prints its banner on the C-level stdout even with msg=False: the answer gets a file descriptor of
+    # its own, and whatever the solver prints goes to stderr.
+    sys.stdout.flush()
+    answer_fd = os.dup(1)
+    os.dup2(2, 1)
     answer = solve_move_model(pickle.load(sys.stdin.buffer))
-    pickle.dump(answer, sys.stdout.buffer)
+    with os.fdopen(answer_fd, "wb") as out:
+        pickle.dump(answer, out)
