@@ -25,7 +25,7 @@ import numpy as np
 
 from solvers import baselines
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan, PlanStatus
-from solvers.milp.bounds import lower_bound
+from solvers.milp.bounds import LowerBound, lower_bound
 from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import LocalSearch
@@ -34,6 +34,8 @@ from solvers.milp.starts import bound_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
+ABSOLUTE_GAP = 0.01  # points: a plan this close to the proven bound ends the search (balance finer than a hundredth
+# of a percent of a node's capacity buys nothing a stream engine can measure)
 DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
@@ -74,7 +76,10 @@ def solve_milp(
     seed: int = 0,
     width: int | None = None,
     per_node: int = 12,
+    absolute_gap: float = ABSOLUTE_GAP,
 ) -> Plan:
+    """`relative_gap` and `absolute_gap` (points): the search stops once the best plan is that close to the proven
+    bound (the plan is `optimal` only when it meets the bound)."""
     started = time.perf_counter()
     # The last step, model round or descent may run a little past the deadline it checked: keep a margin so the
     # call returns within time_limit_s (the service adds parsing, validation and serialization on top).
@@ -91,6 +96,15 @@ def solve_milp(
 
     def meets(value: float) -> bool:
         return best.key[0] <= value + OPTIMALITY_TOLERANCE
+
+    def settled() -> bool:
+        """Whether the best plan is proven optimal or within the gap. Its own distance is tested against the
+        bound's counting tests first (one test, where the bisection stopped short of it)."""
+        nonlocal lower
+        d = best.key[0]
+        if not meets(lower) and bound.rules_out(d - 0.5 * OPTIMALITY_TOLERANCE):
+            lower = max(lower, d - 0.5 * OPTIMALITY_TOLERANCE)
+        return d - lower <= max(relative_gap * d, absolute_gap, OPTIMALITY_TOLERANCE)
 
     def slice_end(share: float) -> float:
         now = time.perf_counter()
@@ -135,33 +149,41 @@ def solve_milp(
         time.perf_counter() - setup
     )  # what one more search state costs (O(units)): no start that cannot pay it
     unfinished: list[tuple[str, LocalSearch]] = []
+    done = settled()
     for index, (name, make) in enumerate(starts):
-        if time.perf_counter() + 3 * setup_s >= deadline or meets(lower):
+        if time.perf_counter() + 3 * setup_s >= deadline or done:
             break
         search = make()
         if not search.descend(slice_end(FIRST_SHARE if index == 0 else START_SHARE), DESCENT_STEPS):
             unfinished.append((name, search))
-        best.offer(search, f"{name} + descent")
+        if best.offer(search, f"{name} + descent"):
+            done = settled()
     # Descents the time share cut short are finished in turn, the best so far first (the descent is what improves
     # a start most), while FINISH_SHARE of the time is left for the rounds.
-    while unfinished and not meets(lower):
+    while unfinished and not done:
         if deadline - time.perf_counter() < FINISH_SHARE * (deadline - started):
             break
         unfinished.sort(key=lambda item: item[1].key())
         name, search = unfinished.pop(0)
         if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
             unfinished.append((name, search))
-        best.offer(search, f"{name} + descent")
+        if best.offer(search, f"{name} + descent"):
+            done = settled()
 
     proven = meets(lower)
     rounds = 0
     if proven:
         notes.append(f"the {best.name} plan meets the lower bound; no solver call needed")
+    elif done:
+        notes.append(
+            f"the {best.name} plan is within {best.key[0] - lower:.2g} points of the lower bound "
+            f"(relative_gap {relative_gap}, absolute_gap {absolute_gap}); no solver call needed"
+        )
     else:
         n_active = int(instance.active.sum())
         n_movable = int(instance.movable.sum())
         rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
-        rounds_run.setup_s = setup_s
+        rounds_run.setup_s, rounds_run.absolute_gap, rounds_run.bound = setup_s, absolute_gap, bound
         rounds_run.run(started, time_limit_s, width, per_node, full=n_active * n_movable <= FULL_MODEL_MOVES)
         lower, rounding, rounds = rounds_run.lower, rounds_run.rounding, rounds_run.model_rounds
         proven = rounds_run.proven or meets(lower)
@@ -222,6 +244,8 @@ class _Rounds:
         self.last_round_s = 0.0
         self.setup_s = 0.0  # measured cost of a new search state
         self.round_moves = MAX_ROUND_MOVES
+        self.absolute_gap = ABSOLUTE_GAP
+        self.bound: LowerBound | None = None  # its tests prove a plan that meets them
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -315,8 +339,10 @@ class _Rounds:
                 self.stop_reason = "time limit"
                 return
             d = self.best.key[0]
-            if d - self.lower <= max(self.relative_gap * d, OPTIMALITY_TOLERANCE):
-                self.stop_reason = f"gap within relative_gap {self.relative_gap}"
+            if d - self.lower <= max(self.relative_gap * d, self.absolute_gap, OPTIMALITY_TOLERANCE):
+                self.stop_reason = (
+                    f"gap within relative_gap {self.relative_gap} or absolute_gap {self.absolute_gap}"
+                )
                 return
             if since >= stall_rounds and now - found_at >= found_at - begun:
                 self.stop_reason = f"no improvement in {since} rounds"
@@ -333,6 +359,9 @@ class _Rounds:
                 improved = self._neighbourhood_round(rng, width, per_node, model_slice)
             if improved:
                 since, found_at = 0, time.perf_counter()
+                d = self.best.key[0] - 0.5 * OPTIMALITY_TOLERANCE
+                if self.bound is not None and d > self.lower and self.bound.rules_out(d):
+                    self.lower = d
             else:
                 since += 1
 
