@@ -245,6 +245,8 @@ class _Rounds:
         self.setup_s = 0.0  # measured cost of a new search state
         self.round_moves = MAX_ROUND_MOVES
         self.absolute_gap = ABSOLUTE_GAP
+        self.perturbation_s = self.model_s = 0.0  # time spent in each kind of round
+        self.counts_for_stall = True
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
@@ -278,20 +280,25 @@ class _Rounds:
             self.lower = max(self.lower, result.bound_d)
         return improved
 
-    def _neighbourhood_round(
-        self, rng: np.random.Generator, width: int, per_node: int, seconds: float
-    ) -> bool:
+    def _perturbation_round(self, rng: np.random.Generator) -> bool:
+        """Iterated perturbation: a random 5-30 % of the best plan's migrations sent home, then the descent."""
+        inst, best = self.instance, self.best
+        migrated = np.flatnonzero(best.search.migrated_mask())
+        if not len(migrated) or time.perf_counter() + 3 * self.setup_s >= self.deadline:
+            return False
+        size = max(1, round(rng.uniform(0.05, 0.3) * len(migrated)))
+        trial = LocalSearch(inst, best.search.assignment, self.start)
+        trial.send_home(rng.choice(migrated, size=size, replace=False))
+        trial.descend(self.deadline, DESCENT_STEPS)
+        name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
+        self.perturbations += 1
+        return best.offer(trial, name)
+
+    def _model_round(self, rng: np.random.Generator, width: int, per_node: int, seconds: float) -> bool:
+        """A short move-model round on a neighbourhood of extreme nodes, random nodes, and the home nodes of
+        migrated units, warm-started from the best plan; its plan is descended."""
         inst, best = self.instance, self.best
         improved = False
-        migrated = np.flatnonzero(best.search.migrated_mask())
-        if len(migrated) and time.perf_counter() + 3 * self.setup_s < self.deadline:
-            size = max(1, round(rng.uniform(0.05, 0.3) * len(migrated)))
-            trial = LocalSearch(inst, best.search.assignment, self.start)
-            trial.send_home(rng.choice(migrated, size=size, replace=False))
-            trial.descend(self.deadline, DESCENT_STEPS)
-            name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
-            improved |= best.offer(trial, name)
-            self.perturbations += 1
         # A round costs its model building (Python, per boolean) on top of the solve: start one only when the
         # last one's whole duration still fits, and keep the model within what a round can build.
         round_started = time.perf_counter()
@@ -314,6 +321,22 @@ class _Rounds:
                     trial = LocalSearch(inst, solution, self.start)
                     trial.descend(self.deadline, DESCENT_STEPS)
                     improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
+        return improved
+
+    def _neighbourhood_round(
+        self, rng: np.random.Generator, width: int, per_node: int, seconds: float
+    ) -> bool:
+        """A perturbation or a model round: whichever has had less of the time so far (perturbations take
+        milliseconds, model rounds tens of them: both kinds get an equal share of the time, not of the rounds)."""
+        started = time.perf_counter()
+        self.counts_for_stall = False
+        if self.perturbation_s <= self.model_s:
+            improved = self._perturbation_round(rng)
+            self.perturbation_s += time.perf_counter() - started
+            return improved
+        self.counts_for_stall = True  # a stall is counted in model rounds (each with its share of perturbations)
+        improved = self._model_round(rng, width, per_node, seconds)
+        self.model_s += max(time.perf_counter() - started, 1e-6)
         return improved
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
@@ -362,7 +385,7 @@ class _Rounds:
                 d = self.best.key[0] - 0.5 * OPTIMALITY_TOLERANCE
                 if self.bound is not None and d > self.lower and self.bound.rules_out(d):
                     self.lower = d
-            else:
+            elif self.counts_for_stall:
                 since += 1
 
 
