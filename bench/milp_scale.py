@@ -58,6 +58,8 @@ def main() -> None:
     flux_ls = inst.load_distance(flux_plus_descent(inst))
     flux_ls_s = time.perf_counter() - t0
     body = json.dumps(to_request(inst, {"name": "milp"}, args.time_limit)).encode()
+    if args.breakdown:
+        breakdown(body, args.time_limit)
     host = "127.0.0.1"
     with uvicorn_server(host, free_port(host)) as url, httpx.Client(base_url=url, timeout=120) as client:
         rss_idle = metric(client.get("/metrics").text, "process_resident_memory_bytes")
@@ -66,12 +68,11 @@ def main() -> None:
             "/v1/assignment/plan", content=body, headers={"content-type": "application/json"}
         )
         wall = time.perf_counter() - started
-        response.raise_for_status()
+        if response.status_code != 200:
+            raise SystemExit(f"{response.status_code} after {wall:.2f} s: {response.text[:600]}")
         plan = response.json()
         peak = metric(client.get("/metrics").text, "trimtab_peak_rss_bytes")
     problems = check_plan(json.loads(body), plan)
-    if args.breakdown:
-        breakdown(body, args.time_limit)
     print(
         f"{args.instance}: {inst.n_nodes} nodes x {inst.n_units} key groups, max_migrations {inst.max_migrations}, "
         f"time_limit_s {args.time_limit}, load average {os.getloadavg()[0]:.1f}"
@@ -106,7 +107,9 @@ def breakdown(body: bytes, time_limit_s: float) -> None:
     raw = timed("json.loads", lambda: json.loads(body))
     request = timed("pydantic validation", lambda: AssignmentRequest.model_validate(raw))
     inst = timed("to_instance (adapter)", lambda: to_instance(request))
-    plan = timed(f"solve_milp (time_limit_s {time_limit_s:g})", lambda: solve_milp(inst, time_limit_s=time_limit_s))
+    plan = timed(
+        f"solve_milp (time_limit_s {time_limit_s:g})", lambda: solve_milp(inst, time_limit_s=time_limit_s)
+    )
     response = timed("to_response (statistics)", lambda: to_response(inst, plan, "milp", 0.0))
     dumped = timed("model_dump (for the validator)", lambda: response.model_dump(mode="json", by_alias=True))
     timed("check_plan (validator)", lambda: check_plan(raw, dumped))

@@ -71,7 +71,9 @@ def solve_here(seeds: list[tuple[int, str]], limit: float) -> list[tuple[float, 
     return rows
 
 
-def solve_there(tree: Path, seeds: list[tuple[int, str]], limit: float) -> list[tuple[float, str, float, float]]:
+def solve_there(
+    tree: Path, seeds: list[tuple[int, str]], limit: float
+) -> list[tuple[float, str, float, float]]:
     child = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps(seeds), str(limit)],
         cwd=tree,
@@ -118,7 +120,9 @@ def main() -> None:
         f"{'tree':<11}{'kind':<11}{'median ms':>9}{'p90 ms':>9}{'optimal':>10}{'>=80% lim':>10}"
         f"{'med. gap':>11}{'mean d':>10}"
     )
-    for (tree, kind), rows in sorted(results.items(), key=lambda item: (item[0][1], item[0][0] != "baseline")):
+    for (tree, kind), rows in sorted(
+        results.items(), key=lambda item: (item[0][1], item[0][0] != "baseline")
+    ):
         print(f"{tree:<11}{kind:<11}{summary(rows, args.time_limit)}")
 
 

@@ -210,8 +210,9 @@ def test_every_optimal_is_optimal_and_every_bound_valid_on_hundreds_of_instances
             "the combinatorial bound is wrong",
         )
         bound = lower_bound(instance)
-        for above in (1e-9, 1e-3, 0.5, 5.0):  # a plan reaches the optimum: no distance at or above it is ruled out
-            assert not bound.rules_out(optimum + above), (seed, "the bound's test rules out a reachable distance")
+        # A plan reaches the optimum: no distance at or above it may be ruled out.
+        for above in (1e-9, 1e-3, 0.5, 5.0):
+            assert not bound.rules_out(optimum + above), (seed, "the bound rules out a reachable distance")
         assert plan.lower_bound is not None and plan.lower_bound <= optimum + TOL, (
             seed,
             plan.lower_bound,

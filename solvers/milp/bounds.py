@@ -37,8 +37,9 @@ from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
 RELATIVE_TOLERANCE = 1e-12  # floating-point slack on sums compared with budgets
 
 
-BISECTION_PRECISION = 1e-7  # points: the bisection stops when its ends are this close (a plan's own distance is
-# tested exactly through LowerBound.rules_out, so the bound need not be finer to prove a plan optimal)
+# Points: the bisection stops when its ends are this close (a plan's own distance is tested exactly through
+# LowerBound.rules_out, so the bound need not be finer to prove a plan optimal).
+BISECTION_PRECISION = 1e-7
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class LowerBound:
     threshold: float  # the smallest distance the bisection's tests could not rule out (>= value)
     # The counting and covering tests: feasible(t) is False only when no plan within the budget reaches t.
     feasible: Callable[[float], bool] = field(default=lambda t: True, repr=False, compare=False)
-    static: float = 0.0  # the part of the bound that needs no bisection (hot units, granularity, single nodes)
+    static: float = 0.0  # the part that needs no bisection (hot units, granularity, single nodes)
 
     def rules_out(self, distance: float) -> bool:
         """Whether no plan within the budget has a load distance of `distance` or less (so `distance` is a bound):

@@ -478,7 +478,9 @@ class LocalSearch:
         overlapping = touched[src_m] | touched[home_m]
         good_alone = np.flatnonzero(fits & (alone < d - TOLERANCE) & ~overlapping)
         if len(good_alone) > COMPOUND_REFUNDS:
-            good_alone = good_alone[np.argpartition(alone[good_alone], COMPOUND_REFUNDS - 1)[:COMPOUND_REFUNDS]]
+            good_alone = good_alone[
+                np.argpartition(alone[good_alone], COMPOUND_REFUNDS - 1)[:COMPOUND_REFUNDS]
+            ]
         migrated = migrated[np.concatenate([good_alone, np.flatnonzero(overlapping)])]
         if not len(migrated):
             return []

@@ -34,8 +34,9 @@ from solvers.milp.starts import bound_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
-ABSOLUTE_GAP = 0.01  # points: a plan this close to the proven bound ends the search (balance finer than a hundredth
-# of a percent of a node's capacity buys nothing a stream engine can measure)
+# Points: a plan this close to the proven bound ends the search (balance finer than a hundredth of a percent of a
+# node's capacity buys nothing a stream engine can measure).
+ABSOLUTE_GAP = 0.01
 DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
@@ -45,6 +46,7 @@ DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded 
 FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished descents are continued
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
+PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -286,7 +288,9 @@ class _Rounds:
         migrated = np.flatnonzero(best.search.migrated_mask())
         if not len(migrated) or time.perf_counter() + 3 * self.setup_s >= self.deadline:
             return False
-        size = max(1, round(rng.uniform(0.05, 0.3) * len(migrated)))
+        # At most PERTURBATION_UNITS: the descent that follows takes a step per unit sent home, and a step costs
+        # milliseconds at scale (a perturbation must stay a short round).
+        size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(0.05, 0.3) * len(migrated))))
         trial = LocalSearch(inst, best.search.assignment, self.start)
         trial.send_home(rng.choice(migrated, size=size, replace=False))
         trial.descend(self.deadline, DESCENT_STEPS)
@@ -334,7 +338,7 @@ class _Rounds:
             improved = self._perturbation_round(rng)
             self.perturbation_s += time.perf_counter() - started
             return improved
-        self.counts_for_stall = True  # a stall is counted in model rounds (each with its share of perturbations)
+        self.counts_for_stall = True  # a stall counts model rounds (each with its share of perturbations)
         improved = self._model_round(rng, width, per_node, seconds)
         self.model_s += max(time.perf_counter() - started, 1e-6)
         return improved
