@@ -367,6 +367,16 @@ class LocalSearch:
             if not moved:
                 return
 
+    def _pair_fit(self, gap: FloatArray, shift: FloatArray, delta_c: FloatArray) -> FloatArray:
+        """Flux's choice of a pair's unit, smallest first: the unit that best halves the gap; under a cost budget
+        the most gap closed per unit of state spent (a best fit of large state would spend the budget on one
+        pair)."""
+        remaining = np.abs(gap - shift)
+        if self.inst.max_migration_cost is None:
+            return remaining
+        closed = gap - remaining
+        return np.where(delta_c > 0, -closed / np.where(delta_c > 0, delta_c, 1.0), -np.inf)
+
     def _flux_pairs(self, target: float) -> tuple[IntArray, IntArray]:
         """The pairs of a Flux round, most apart first, up to the first that needs no move."""
         order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
@@ -397,7 +407,7 @@ class LocalSearch:
         delta_n, delta_c = self.budget_delta(units, lo)
         ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
         ok &= self.within_budget(delta_n, delta_c)
-        units, pos, lo, fit = units[ok], pos[ok], lo[ok], np.abs(gap - shift)[ok]
+        units, pos, lo, fit = units[ok], pos[ok], lo[ok], self._pair_fit(gap, shift, delta_c)[ok]
         delta_n, delta_c = delta_n[ok], delta_c[ok]
         if not len(units):
             return False
@@ -432,7 +442,8 @@ class LocalSearch:
             delta_n, delta_c = self.budget_delta(mine, np.full(len(mine), lo))
             ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
             ok &= self.within_budget(delta_n, delta_c)
-            for k in np.flatnonzero(ok)[np.argsort(np.abs(gap - shift[ok]), kind="stable")][:RESOURCE_TRIES]:
+            fit = self._pair_fit(np.full(len(mine), gap), shift, delta_c)
+            for k in np.flatnonzero(ok)[np.argsort(fit[ok], kind="stable")][:RESOURCE_TRIES]:
                 if self.resources.fits(int(mine[k]), lo):
                     self.apply([(int(mine[k]), lo)])
                     moved = True
