@@ -302,33 +302,36 @@ class _Rounds:
         self.perturbations += 1
         return best.offer(trial, name)
 
-    def _model_round(self, rng: np.random.Generator, width: int, per_node: int, seconds: float) -> bool:
+    def _model_round(
+        self, rng: np.random.Generator, width: int, per_node: int, seconds: float
+    ) -> bool | None:
         """A short move-model round on a neighbourhood of extreme nodes, random nodes, and the home nodes of
-        migrated units, warm-started from the best plan; its plan is descended."""
+        migrated units, warm-started from the best plan; its plan is descended. None when none fits any more."""
         inst, best = self.instance, self.best
         improved = False
         # A round costs its model building (Python, per boolean) on top of the solve: start one only when the
         # last one's whole duration still fits, and keep the model within what a round can build.
         round_started = time.perf_counter()
-        if round_started + 1.5 * max(self.last_round_s, 2 * seconds) < self.deadline:
-            extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
-            nodes, units = choose_neighbourhood(
-                inst, best.search.assignment, self.start, width, per_node, rng, extra
-            )
-            per_unit = max(1, int(inst.active[nodes].sum()))
-            if len(units) * per_unit > self.round_moves:
-                units = np.sort(rng.choice(units, size=max(1, self.round_moves // per_unit), replace=False))
-            model = build_move_model(inst, nodes, units, best.search.assignment, self.start)
-            result = self._solve(model, min(seconds, self.deadline - time.perf_counter()), self.relative_gap)
-            self.last_round_s = time.perf_counter() - round_started
-            if self.last_round_s > 2 * seconds:  # building dominated: smaller models from now on
-                self.round_moves = max(MIN_ROUND_MOVES, self.round_moves // 2)
-            if result.chosen is not None and len(result.chosen):
-                solution = model.assignment_of(result.chosen)
-                if inst.within_budget(solution):
-                    trial = LocalSearch(inst, solution, self.start)
-                    trial.descend(self.deadline, DESCENT_STEPS)
-                    improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
+        if round_started + 1.5 * max(self.last_round_s, 2 * seconds) >= self.deadline:
+            return None
+        extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
+        nodes, units = choose_neighbourhood(
+            inst, best.search.assignment, self.start, width, per_node, rng, extra
+        )
+        per_unit = max(1, int(inst.active[nodes].sum()))
+        if len(units) * per_unit > self.round_moves:
+            units = np.sort(rng.choice(units, size=max(1, self.round_moves // per_unit), replace=False))
+        model = build_move_model(inst, nodes, units, best.search.assignment, self.start)
+        result = self._solve(model, min(seconds, self.deadline - time.perf_counter()), self.relative_gap)
+        self.last_round_s = time.perf_counter() - round_started
+        if self.last_round_s > 2 * seconds:  # building dominated: smaller models from now on
+            self.round_moves = max(MIN_ROUND_MOVES, self.round_moves // 2)
+        if result.chosen is not None and len(result.chosen):
+            solution = model.assignment_of(result.chosen)
+            if inst.within_budget(solution):
+                trial = LocalSearch(inst, solution, self.start)
+                trial.descend(self.deadline, DESCENT_STEPS)
+                improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
         return improved
 
     def _neighbourhood_round(
@@ -343,9 +346,12 @@ class _Rounds:
             self.perturbation_s += time.perf_counter() - started
             return improved
         self.counts_for_stall = True  # a stall counts model rounds (each with its share of perturbations)
-        improved = self._model_round(rng, width, per_node, seconds)
+        modelled = self._model_round(rng, width, per_node, seconds)
+        if modelled is None:  # no model round fits before the deadline any more: perturbations take the rest
+            self.model_s = np.inf
+            return self._neighbourhood_round(rng, width, per_node, seconds)
         self.model_s += max(time.perf_counter() - started, 1e-6)
-        return improved
+        return modelled
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
         inst = self.instance
