@@ -47,10 +47,6 @@ FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished desc
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
 PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
-STALL_SHARE = (
-    0.3  # of the time limit without improvement (after STALL_MIN_ROUNDS rounds) also ends the search
-)
-STALL_MIN_ROUNDS = 4
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -366,7 +362,7 @@ class _Rounds:
         else:
             model_slice = float(np.clip(0.05 * time_limit_s, 0.02, 0.25))
         stall_rounds = 2 if full else STALL_ROUNDS
-        since, found_at, tried = 0, begun, 0
+        since, found_at = 0, begun
         while True:
             now = time.perf_counter()
             if self.proven:
@@ -384,13 +380,6 @@ class _Rounds:
             if since >= stall_rounds and now - found_at >= found_at - begun:
                 self.stop_reason = f"no improvement in {since} rounds"
                 return
-            # At scale a round takes long and a plan has to leave time for the statistics, the validation and the
-            # serialization after the solver: stop too when a share of the limit brought nothing, after a few rounds.
-            if tried >= STALL_MIN_ROUNDS and now - found_at >= max(
-                found_at - begun, STALL_SHARE * time_limit_s
-            ):
-                self.stop_reason = f"no improvement in {now - found_at:.2f} s ({tried} rounds)"
-                return
             remaining = self.deadline - now
             if full:
                 # Tiny models are proven by CP-SAT in one go (it restarts from scratch each slice); larger ones get
@@ -402,12 +391,11 @@ class _Rounds:
             else:
                 improved = self._neighbourhood_round(rng, width, per_node, model_slice)
             if improved:
-                since, found_at, tried = 0, time.perf_counter(), 0
+                since, found_at = 0, time.perf_counter()
                 d = self.best.key[0] - 0.5 * OPTIMALITY_TOLERANCE
                 if self.bound is not None and d > self.lower and self.bound.rules_out(d):
                     self.lower = d
             else:
-                tried += 1
                 since += int(self.counts_for_stall)
 
 
