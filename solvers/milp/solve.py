@@ -34,9 +34,10 @@ from solvers.milp.starts import bound_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
-# Points: a plan this close to the proven bound ends the search (balance finer than a hundredth of a percent of a
-# node's capacity buys nothing a stream engine can measure).
-ABSOLUTE_GAP = 0.01
+# Share of the current plan's load distance: a plan this close to the proven bound ends the search (it removes all
+# but a thousandth of the imbalance there is; finer balance buys nothing a stream engine can measure). A share of
+# the imbalance, not points, so the stop does not depend on the unit of load.
+RESIDUAL_GAP = 0.001
 DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
@@ -78,10 +79,10 @@ def solve_milp(
     seed: int = 0,
     width: int | None = None,
     per_node: int = 12,
-    absolute_gap: float = ABSOLUTE_GAP,
+    residual_gap: float = RESIDUAL_GAP,
 ) -> Plan:
-    """`relative_gap` and `absolute_gap` (points): the search stops once the best plan is that close to the proven
-    bound (the plan is `optimal` only when it meets the bound)."""
+    """The search stops once the best plan is within `relative_gap` of its own distance, or within `residual_gap`
+    of the current plan's distance, of the proven bound (the plan is `optimal` only when it meets the bound)."""
     started = time.perf_counter()
     # The last step, model round or descent may run a little past the deadline it checked: keep a margin so the
     # call returns within time_limit_s (the service adds parsing, validation and serialization on top).
@@ -94,6 +95,7 @@ def solve_milp(
         )
         baselines.place_unplaced(instance, start, node_load)
     bound = lower_bound(instance, started + 0.25 * (deadline - started))
+    absolute_gap = residual_gap * instance.load_distance(start)  # points; start: every unit placed
     lower = bound.value
 
     def meets(value: float) -> bool:
@@ -179,7 +181,7 @@ def solve_milp(
     elif done:
         notes.append(
             f"the {best.name} plan is within {best.key[0] - lower:.2g} points of the lower bound "
-            f"(relative_gap {relative_gap}, absolute_gap {absolute_gap}); no solver call needed"
+            f"(relative_gap {relative_gap}, residual_gap {residual_gap}); no solver call needed"
         )
     else:
         n_active = int(instance.active.sum())
@@ -246,7 +248,7 @@ class _Rounds:
         self.last_round_s = 0.0
         self.setup_s = 0.0  # measured cost of a new search state
         self.round_moves = MAX_ROUND_MOVES
-        self.absolute_gap = ABSOLUTE_GAP
+        self.absolute_gap = 0.0  # points (residual_gap times the current plan's distance)
         self.perturbation_s = self.model_s = 0.0  # time spent in each kind of round
         self.counts_for_stall = True
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
@@ -374,7 +376,7 @@ class _Rounds:
             d = self.best.key[0]
             if d - self.lower <= max(self.relative_gap * d, self.absolute_gap, OPTIMALITY_TOLERANCE):
                 self.stop_reason = (
-                    f"gap within relative_gap {self.relative_gap} or absolute_gap {self.absolute_gap}"
+                    f"gap within relative_gap {self.relative_gap} or {self.absolute_gap:.2g} points"
                 )
                 return
             if since >= stall_rounds and now - found_at >= found_at - begun:
