@@ -4,11 +4,13 @@ Targets: issue 2, at most 30 s from sending the request to holding the validated
 peak RSS from its /metrics, and the request size); issue 10, on the real-skew instance (`--instance skew`, tail
 numbers per day hashed into 100,000 key groups, bench/milp_skew.py) within 10 % of a budget-aware Flux plus the
 local search (run to convergence in-process) in at most 5 s end to end.
+`--breakdown`: where the time of one such request goes, each step of the service's path timed in-process (parse,
+validation, adapter, solver, statistics, the independent validator, serialization), besides the HTTP wall.
 `--deadlines`: solve_milp in-process at the largest sizes the service allows (10,000 nodes x 250,000 units without
 a budget; 1,000 x 100,000 with 1,000 migrations): wall time against time_limit_s.
 
     python -m bench.milp_scale [--instance madsen|skew] [--nodes 1000] [--groups 100000] [--budget 1000]
-                               [--time-limit 10] [--deadlines]
+                               [--time-limit 10] [--deadlines] [--breakdown]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--instance", choices=("madsen", "skew"), default="madsen")
     parser.add_argument("--deadlines", action="store_true")
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
     if args.deadlines:
         deadline_table()
@@ -55,6 +58,8 @@ def main() -> None:
     flux_ls = inst.load_distance(flux_plus_descent(inst))
     flux_ls_s = time.perf_counter() - t0
     body = json.dumps(to_request(inst, {"name": "milp"}, args.time_limit)).encode()
+    if args.breakdown:
+        breakdown(body, args.time_limit)
     host = "127.0.0.1"
     with uvicorn_server(host, free_port(host)) as url, httpx.Client(base_url=url, timeout=120) as client:
         rss_idle = metric(client.get("/metrics").text, "process_resident_memory_bytes")
@@ -63,7 +68,8 @@ def main() -> None:
             "/v1/assignment/plan", content=body, headers={"content-type": "application/json"}
         )
         wall = time.perf_counter() - started
-        response.raise_for_status()
+        if response.status_code != 200:
+            raise SystemExit(f"{response.status_code} after {wall:.2f} s: {response.text[:600]}")
         plan = response.json()
         peak = metric(client.get("/metrics").text, "trimtab_peak_rss_bytes")
     problems = check_plan(json.loads(body), plan)
@@ -82,6 +88,38 @@ def main() -> None:
     print(f"{'lower bound':<34}{plan['lower_bound']['load_distance']:>10.3f}")
     print(f"{'migrations':<34}{plan['migrations']:>10}")
     print(f"{'independent validator':<34}{'ok' if not problems else problems[:3]!s:>10}")
+
+
+def breakdown(body: bytes, time_limit_s: float) -> None:
+    """The steps of the service's plan path (service/planning.py), timed one by one in this process."""
+    from schemas.assignment import AssignmentRequest
+    from service.adapters import to_instance, to_response
+    from service.planning import post_solve_reserve_s
+
+    steps: list[tuple[str, float]] = []
+
+    def timed(name: str, step):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        value = step()
+        steps.append((name, time.perf_counter() - t0))
+        return value
+
+    raw = timed("json.loads", lambda: json.loads(body))
+    request = timed("pydantic validation", lambda: AssignmentRequest.model_validate(raw))
+    inst = timed("to_instance (adapter)", lambda: to_instance(request))
+    plan = timed(
+        f"solve_milp (time_limit_s {time_limit_s:g})", lambda: solve_milp(inst, time_limit_s=time_limit_s)
+    )
+    response = timed("to_response (statistics)", lambda: to_response(inst, plan, "milp", 0.0))
+    dumped = timed("model_dump (for the validator)", lambda: response.model_dump(mode="json", by_alias=True))
+    timed("check_plan (validator)", lambda: check_plan(raw, dumped))
+    timed("model_dump_json (serialization)", lambda: response.model_dump_json(by_alias=True))
+    print(f"in-process breakdown of one request (load average {os.getloadavg()[0]:.1f})")
+    for name, seconds in steps:
+        print(f"  {name:<40}{seconds:>8.2f} s")
+    print(f"  {'total':<40}{sum(s for _, s in steps):>8.2f} s")
+    reserve = post_solve_reserve_s(inst.n_units, inst.n_units)
+    print(f"  (the service reserves {reserve:.2f} s after the solver for the post-solve steps)")
 
 
 def deadline_table() -> None:

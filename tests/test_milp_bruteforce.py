@@ -16,7 +16,7 @@ from service.adapters import to_instance
 from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import solve_milp
-from solvers.milp.bounds import load_distance_lower_bound
+from solvers.milp.bounds import load_distance_lower_bound, lower_bound
 
 # CP-SAT solves on utilizations scaled to 1e-4 points (solvers/milp/cpsat.py); its proof holds up to that rounding.
 TOL = 5e-3
@@ -209,6 +209,10 @@ def test_every_optimal_is_optimal_and_every_bound_valid_on_hundreds_of_instances
             seed,
             "the combinatorial bound is wrong",
         )
+        bound = lower_bound(instance)
+        # A plan reaches the optimum: no distance at or above it may be ruled out.
+        for above in (1e-9, 1e-3, 0.5, 5.0):
+            assert not bound.rules_out(optimum + above), (seed, "the bound rules out a reachable distance")
         assert plan.lower_bound is not None and plan.lower_bound <= optimum + TOL, (
             seed,
             plan.lower_bound,
@@ -250,3 +254,21 @@ def test_a_unit_may_stay_on_its_draining_node_and_the_proof_knows_it() -> None:
     assert instance.load_distance(plan.assignment) == pytest.approx(3.25, abs=TOL)
     assert plan.status == "optimal"
     assert plan.lower_bound is not None and plan.lower_bound <= 3.25 + TOL
+
+
+def test_a_plan_within_the_gap_ends_the_search_but_is_optimal_only_when_proven() -> None:
+    """With a wide residual gap the search stops at the first plan close enough to the bound: its status says
+    `optimal` only when it is, and its bound stays valid (against enumeration)."""
+    stopped_early = 0
+    for seed in range(0, INSTANCES, 4):
+        instance = random_instance(seed)
+        optimum, _ = brute_force(instance)
+        if not np.isfinite(optimum):
+            continue
+        plan = solve_milp(instance, time_limit_s=2.0, residual_gap=0.5)
+        distance = instance.load_distance(plan.assignment)
+        assert plan.lower_bound is not None and plan.lower_bound <= optimum + TOL, (seed, plan.lower_bound)
+        if plan.status == "optimal":
+            assert distance <= optimum + TOL, (seed, distance, optimum, plan.notes)
+        stopped_early += any("within" in note and "lower bound" in note for note in plan.notes)
+    assert stopped_early > 0, "the gap never ended a search: this test cannot fail"

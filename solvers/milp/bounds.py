@@ -27,7 +27,8 @@ Each node alone also gives t >= util - mean - (what it alone can shed), and t >=
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,10 +37,23 @@ from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
 RELATIVE_TOLERANCE = 1e-12  # floating-point slack on sums compared with budgets
 
 
+# Points: the bisection stops when its ends are this close (a plan's own distance is tested exactly through
+# LowerBound.rules_out, so the bound need not be finer to prove a plan optimal).
+BISECTION_PRECISION = 1e-7
+
+
 @dataclass(frozen=True)
 class LowerBound:
     value: float  # every plan within the budget has a load distance of at least this (points)
     threshold: float  # the smallest distance the bisection's tests could not rule out (>= value)
+    # The counting and covering tests: feasible(t) is False only when no plan within the budget reaches t.
+    feasible: Callable[[float], bool] = field(default=lambda t: True, repr=False, compare=False)
+    static: float = 0.0  # the part that needs no bisection (hot units, granularity, single nodes)
+
+    def rules_out(self, distance: float) -> bool:
+        """Whether no plan within the budget has a load distance of `distance` or less (so `distance` is a bound):
+        one test at a plan's own distance proves it optimal without bisecting to it."""
+        return distance < self.static or (distance >= 0.0 and not self.feasible(distance))
 
 
 def _segments(nodes: IntArray, key: FloatArray) -> tuple[IntArray, FloatArray]:
@@ -264,16 +278,16 @@ def lower_bound(instance: AssignmentInstance, deadline: float = np.inf) -> Lower
 
     lo, hi = 0.0, float(np.max(np.abs(util - mean)))
     if feasible(lo):
-        return LowerBound(static, max(static, lo))
-    for _ in range(50):
-        if time.perf_counter() > deadline:
+        return LowerBound(static, max(static, lo), feasible, static)
+    for _ in range(60):
+        if time.perf_counter() > deadline or hi - lo <= BISECTION_PRECISION:
             break
         mid = 0.5 * (lo + hi)
         if feasible(mid):
             hi = mid
         else:
             lo = mid
-    return LowerBound(max(static, lo), max(static, hi))
+    return LowerBound(max(static, lo), max(static, hi), feasible, static)
 
 
 def load_distance_lower_bound(instance: AssignmentInstance) -> float:

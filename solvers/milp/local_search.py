@@ -29,7 +29,15 @@ MIGRATION_NODES = 256  # nodes of migrated units tried as partners of compound s
 SHAVE_BATCH = 64  # largest-load-first moves made at once on large clusters (at most an eighth of the nodes)
 NEAR_NODES = 64  # destinations (sources) of single moves: the least (most) utilized nodes, besides refunds  # pairs evaluated per swap step
 COMPOUND_MOVES = 48  # budget-blocked moves tried with every possible refund
+COMPOUND_REFUNDS = 128  # refunds paired with the blocked moves besides those sharing a node with one of them
 RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
+
+
+def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
+    """The `count` entries of `index` with the smallest `value`, in order (argpartition first: index may be long)."""
+    if len(index) > count:
+        index = index[np.argpartition(value[index], count - 1)[:count]]
+    return index[np.argsort(value[index], kind="stable")]
 
 
 class LocalSearch:
@@ -118,6 +126,21 @@ class LocalSearch:
             self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
             self._arrived.setdefault(dest, []).append(unit)
             self._arrivals += 1
+        if self._arrivals > max(1024, len(self._by_node) // 4):
+            self._index()
+
+    def apply_distinct(self, units: IntArray, dests: IntArray) -> None:
+        """Many moves at once (distinct units; no resource caps: they are checked one move at a time)."""
+        delta_n, delta_c = self.budget_delta(units, dests)
+        self.used_moves += int(delta_n.sum())
+        self.used_cost += float(delta_c.sum())
+        sources = self.assignment[units]
+        np.add.at(self.util, sources, -self.share[units] / self.capacity[sources])
+        np.add.at(self.util, dests, self.share[units] / self.capacity[dests])
+        self.assignment[units] = dests
+        for unit, dest in zip(units.tolist(), dests.tolist(), strict=True):
+            self._arrived.setdefault(dest, []).append(unit)
+        self._arrivals += len(units)
         if self._arrivals > max(1024, len(self._by_node) // 4):
             self._index()
 
@@ -232,8 +255,7 @@ class LocalSearch:
             allowed = improving & self.within_budget(delta_n, delta_c)
             for i in self._rank(np.flatnonzero(allowed), d - worst, delta_c)[:RESOURCE_TRIES]:
                 candidates.append((float(worst[i]), [(int(units[i]), int(dests[i]))]))
-            blocked = np.flatnonzero(improving & ~allowed)
-            blocked = blocked[np.argsort(worst[blocked], kind="stable")[:COMPOUND_MOVES]]
+            blocked = _smallest(np.flatnonzero(improving & ~allowed), worst, COMPOUND_MOVES)
             blocked_units, blocked_dests = units[blocked], dests[blocked]
         if not candidates:  # compound steps are cheap to evaluate (few blocked moves x the migrations): first
             candidates = self._compound_candidates(blocked_units, blocked_dests, d)
@@ -250,7 +272,7 @@ class LocalSearch:
         """Candidates best first: by the worst node after the step; under a cost budget by gain per unit of state
         spent (refunds and free steps first), so the budget buys the most balance."""
         if self.inst.max_migration_cost is None:
-            return index[np.argsort(-gain[index], kind="stable")]
+            return _smallest(index, -gain, RESOURCE_TRIES)
         cost = delta_c[index]
         efficiency = np.where(cost > 0, gain[index] / np.where(cost > 0, cost, 1.0), np.inf)
         return index[np.lexsort((-gain[index], -efficiency))]
@@ -325,47 +347,108 @@ class LocalSearch:
         delta_n, delta_c = self.budget_delta(units, dest)
         fits = self.within_budget(np.cumsum(delta_n), np.cumsum(delta_c))
         keep = int(np.argmin(fits)) if not fits.all() else len(fits)  # the longest prefix within the budget
-        for unit, to in zip(units[:keep].tolist(), dest[:keep].tolist(), strict=True):
-            self.apply([(unit, to)])
+        self.apply_distinct(units[:keep], dest[:keep])
         return keep > 0
 
-    def pair(self, deadline: float, max_rounds: int = 64) -> None:
+    def pair(self, deadline: float, max_rounds: int = 64, target: float = 0.0) -> None:
         """Flux as a start (Madsen et al.'s description, budget-aware): in each round the i-th most utilized staying
         node hands the i-th least utilized one the unit that best halves their gap; rounds until no pair moves, the
         budget is spent, `max_rounds`, or the deadline (a tie can make a pair trade a unit back and forth: the cap
-        ends it)."""
-        share, capacity = self.share, self.capacity
+        ends it). Pairs whose nodes are both within `target` of the mean are left alone (aimed at the bound, the
+        budget goes where it is needed). Rounds are vectorised (all pairs at once) unless resource caps need the
+        one-move-at-a-time check."""
         for _ in range(max_rounds):
             if time.perf_counter() > deadline:
                 return
-            order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
-            units = np.flatnonzero(self.movable & self.staying[self.assignment])
-            units = units[np.argsort(self.assignment[units], kind="stable")]
-            where = self.assignment[units]
-            moved = False
-            for i in range(len(order) // 2):
-                if i % 64 == 63 and time.perf_counter() > deadline:
-                    return
-                hi, lo = int(order[i]), int(order[len(order) - 1 - i])
-                gap = self.util[hi] - self.util[lo]
-                if gap <= TOLERANCE:
-                    break
-                mine = units[np.searchsorted(where, hi, "left") : np.searchsorted(where, hi, "right")]
-                mine = mine[self.assignment[mine] == hi]  # units already moved this round left `hi`
-                shift = share[mine] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
-                after = self.util[lo] + share[mine] / capacity[lo]
-                delta_n, delta_c = self.budget_delta(mine, np.full(len(mine), lo))
-                ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
-                ok &= self.within_budget(delta_n, delta_c)
-                for k in np.flatnonzero(ok)[np.argsort(np.abs(gap - shift[ok]), kind="stable")][
-                    :RESOURCE_TRIES
-                ]:
-                    if self.resources.fits(int(mine[k]), lo):
-                        self.apply([(int(mine[k]), lo)])
-                        moved = True
-                        break
+            if self.resources.has_resources:
+                moved = self._pair_round(deadline, target)
+            else:
+                moved = self._pair_round_at_once(target)
             if not moved:
                 return
+
+    def _pair_fit(self, gap: FloatArray, shift: FloatArray, delta_c: FloatArray) -> FloatArray:
+        """Flux's choice of a pair's unit, smallest first: the unit that best halves the gap; under a cost budget
+        the most gap closed per unit of state spent (a best fit of large state would spend the budget on one
+        pair)."""
+        remaining = np.abs(gap - shift)
+        if self.inst.max_migration_cost is None:
+            return remaining
+        closed = gap - remaining
+        return np.where(delta_c > 0, -closed / np.where(delta_c > 0, delta_c, 1.0), -np.inf)
+
+    def _flux_pairs(self, target: float) -> tuple[IntArray, IntArray]:
+        """The pairs of a Flux round, most apart first, up to the first that needs no move."""
+        order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
+        half = len(order) // 2
+        his, los = order[:half], order[::-1][:half]
+        gap = self.util[his] - self.util[los]
+        live = (gap > TOLERANCE) & (
+            np.maximum(self.util[his] - self.mean, self.mean - self.util[los]) > target
+        )
+        end = int(np.argmin(live)) if not live.all() else half
+        return his[:end], los[:end]
+
+    def _pair_round_at_once(self, target: float) -> bool:
+        """One Flux round, every pair at once (pairs have distinct nodes, so their moves are independent), the most
+        apart pairs first while the budget lasts (checked move by move, in that order)."""
+        his, los = self._flux_pairs(target)
+        if not len(his):
+            return False
+        share, capacity = self.share, self.capacity
+        position = np.full(self.inst.n_nodes, -1, dtype=np.int64)
+        position[his] = np.arange(len(his))
+        units = np.flatnonzero(self.movable & (position[self.assignment] >= 0))
+        pos = position[self.assignment[units]]
+        hi, lo = his[pos], los[pos]
+        gap = self.util[hi] - self.util[lo]
+        shift = share[units] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
+        after = self.util[lo] + share[units] / capacity[lo]
+        delta_n, delta_c = self.budget_delta(units, lo)
+        ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
+        ok &= self.within_budget(delta_n, delta_c)
+        units, pos, lo, fit = units[ok], pos[ok], lo[ok], self._pair_fit(gap, shift, delta_c)[ok]
+        delta_n, delta_c = delta_n[ok], delta_c[ok]
+        if not len(units):
+            return False
+        pick = np.lexsort((fit, pos))
+        first = pick[np.flatnonzero(np.r_[True, pos[pick][1:] != pos[pick][:-1]])]  # best fit of each pair
+        chosen = []
+        moves, cost = self.used_moves, self.used_cost
+        for k, dn, dc in zip(first.tolist(), delta_n[first].tolist(), delta_c[first].tolist(), strict=True):
+            # most apart pairs first, each while the budget still allows its move
+            if moves + dn <= self.max_moves and cost + dc <= self.max_cost * (1 + 1e-12):
+                chosen.append(k)
+                moves, cost = moves + dn, cost + dc
+        self.apply_distinct(units[chosen], lo[chosen])
+        return bool(chosen)
+
+    def _pair_round(self, deadline: float, target: float) -> bool:
+        """One Flux round, pair by pair (resource caps checked per move)."""
+        share, capacity = self.share, self.capacity
+        his, los = self._flux_pairs(target)
+        units = np.flatnonzero(self.movable & self.staying[self.assignment])
+        units = units[np.argsort(self.assignment[units], kind="stable")]
+        where = self.assignment[units]
+        moved = False
+        for i, (hi, lo) in enumerate(zip(his.tolist(), los.tolist(), strict=True)):
+            if i % 64 == 63 and time.perf_counter() > deadline:
+                return moved
+            gap = self.util[hi] - self.util[lo]
+            mine = units[np.searchsorted(where, hi, "left") : np.searchsorted(where, hi, "right")]
+            mine = mine[self.assignment[mine] == hi]
+            shift = share[mine] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
+            after = self.util[lo] + share[mine] / capacity[lo]
+            delta_n, delta_c = self.budget_delta(mine, np.full(len(mine), lo))
+            ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
+            ok &= self.within_budget(delta_n, delta_c)
+            fit = self._pair_fit(np.full(len(mine), gap), shift, delta_c)
+            for k in np.flatnonzero(ok)[np.argsort(fit[ok], kind="stable")][:RESOURCE_TRIES]:
+                if self.resources.fits(int(mine[k]), lo):
+                    self.apply([(int(mine[k]), lo)])
+                    moved = True
+                    break
+        return moved
 
     def _swap_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
         mine, theirs = self._swaps(node, over)
@@ -380,16 +463,37 @@ class LocalSearch:
         dn1, dc1 = self.budget_delta(mine, other)
         dn2, dc2 = self.budget_delta(theirs, here)
         good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)
-        best = np.flatnonzero(good)
-        best = best[np.argsort(worst[best], kind="stable")[:RESOURCE_TRIES]]
+        best = _smallest(np.flatnonzero(good), worst, RESOURCE_TRIES)
         return [(float(worst[i]), [(int(mine[i]), int(other[i])), (int(theirs[i]), node)]) for i in best]
 
     def _compound_candidates(
         self, units: IntArray, dests: IntArray, d: float
     ) -> list[tuple[float, list[tuple[int, int]]]]:
-        """A budget-blocked improving move made affordable by sending one migrated unit home."""
+        """A budget-blocked improving move made affordable by sending one migrated unit home.
+
+        A refund whose nodes are not touched by the move ends them where it alone would: unless it alone leaves
+        both below d it cannot be part of an improving step, so only those refunds (the COMPOUND_REFUNDS best of
+        them) and the refunds that share a node with one of the moves are paired, exactly."""
         migrated = np.flatnonzero(self.migrated_mask())
         if not len(units) or not len(migrated):
+            return []
+        src_m, home_m = self.assignment[migrated], self.original[migrated]
+        alone, fits = self.evaluate(
+            [src_m, home_m],
+            [-self.share[migrated] / self.capacity[src_m], self.share[migrated] / self.capacity[home_m]],
+            distinct=True,
+        )
+        touched = np.zeros(self.inst.n_nodes, dtype=bool)
+        touched[self.assignment[units]] = True
+        touched[dests] = True
+        overlapping = touched[src_m] | touched[home_m]
+        good_alone = np.flatnonzero(fits & (alone < d - TOLERANCE) & ~overlapping)
+        if len(good_alone) > COMPOUND_REFUNDS:
+            good_alone = good_alone[
+                np.argpartition(alone[good_alone], COMPOUND_REFUNDS - 1)[:COMPOUND_REFUNDS]
+            ]
+        migrated = migrated[np.concatenate([good_alone, np.flatnonzero(overlapping)])]
+        if not len(migrated):
             return []
         v = np.repeat(units, len(migrated))
         to = np.repeat(dests, len(migrated))
@@ -409,8 +513,7 @@ class LocalSearch:
         dn1, dc1 = self.budget_delta(v, to)
         dn2, dc2 = self.budget_delta(r, home)
         good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)
-        best = np.flatnonzero(good)
-        best = best[np.argsort(worst[best], kind="stable")[:RESOURCE_TRIES]]
+        best = _smallest(np.flatnonzero(good), worst, RESOURCE_TRIES)
         return [(float(worst[i]), [(int(r[i]), int(home[i])), (int(v[i]), int(to[i]))]) for i in best]
 
     # -- drivers -----------------------------------------------------------------------------------------------

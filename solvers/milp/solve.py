@@ -25,7 +25,7 @@ import numpy as np
 
 from solvers import baselines
 from solvers.instance import UNPLACED, AssignmentInstance, IntArray, Plan, PlanStatus
-from solvers.milp.bounds import lower_bound
+from solvers.milp.bounds import LowerBound, lower_bound
 from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import LocalSearch
@@ -34,6 +34,10 @@ from solvers.milp.starts import bound_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
+# Share of the current plan's load distance: a plan this close to the proven bound ends the search (it removes all
+# but a thousandth of the imbalance there is; finer balance buys nothing a stream engine can measure). A share of
+# the imbalance, not points, so the stop does not depend on the unit of load.
+RESIDUAL_GAP = 0.001
 DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
@@ -42,6 +46,8 @@ MIN_ROUND_MOVES = 200
 DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
 FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished descents are continued
 START_SHARE = 0.15  # of the time left, for each start and for its descent
+FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
+PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -73,7 +79,10 @@ def solve_milp(
     seed: int = 0,
     width: int | None = None,
     per_node: int = 12,
+    residual_gap: float = RESIDUAL_GAP,
 ) -> Plan:
+    """The search stops once the best plan is within `relative_gap` of its own distance, or within `residual_gap`
+    of the current plan's distance, of the proven bound (the plan is `optimal` only when it meets the bound)."""
     started = time.perf_counter()
     # The last step, model round or descent may run a little past the deadline it checked: keep a margin so the
     # call returns within time_limit_s (the service adds parsing, validation and serialization on top).
@@ -86,10 +95,20 @@ def solve_milp(
         )
         baselines.place_unplaced(instance, start, node_load)
     bound = lower_bound(instance, started + 0.25 * (deadline - started))
+    absolute_gap = residual_gap * instance.load_distance(start)  # points; start: every unit placed
     lower = bound.value
 
     def meets(value: float) -> bool:
         return best.key[0] <= value + OPTIMALITY_TOLERANCE
+
+    def settled() -> bool:
+        """Whether the best plan is proven optimal or within the gap. Its own distance is tested against the
+        bound's counting tests first (one test, where the bisection stopped short of it)."""
+        nonlocal lower
+        d = best.key[0]
+        if not meets(lower) and bound.rules_out(d - 0.5 * OPTIMALITY_TOLERANCE):
+            lower = max(lower, d - 0.5 * OPTIMALITY_TOLERANCE)
+        return d - lower <= max(relative_gap * d, absolute_gap, OPTIMALITY_TOLERANCE)
 
     def slice_end(share: float) -> float:
         now = time.perf_counter()
@@ -100,23 +119,32 @@ def solve_milp(
         search.shave(slice_end(0.5), DESCENT_STEPS)  # the strongest start at scale: up to half the time
         return search
 
-    def paired() -> LocalSearch:
-        search = LocalSearch(instance, start, start)
-        search.pair(slice_end(START_SHARE))
-        return search
+    def paired(target: Callable[[], float], share: float = START_SHARE) -> Callable[[], LocalSearch]:
+        def make() -> LocalSearch:
+            search = LocalSearch(instance, start, start)
+            search.pair(slice_end(share), target=target())
+            return search
+
+        return make
 
     # Starts, each followed by the descent within its share of the time left: largest-load-first and Flux (fast,
     # budget-aware, capped), the plan built from the bound's threshold, and the current plan. A start that meets the
     # bound ends the call.
     starts: list[tuple[str, Callable[[], LocalSearch]]] = [
+        # Flux aimed at the bound's threshold: pairs already within it spend no migrations (plain Flux spends the
+        # budget on nodes near the mean, where it buys nothing); first, as the plan most often best after its
+        # descent on real skew at scale.
+        ("flux start", paired(lambda: bound.threshold, FIRST_SHARE)),
         ("largest-load-first start", shaved),
-        ("flux start", paired),
         (
             "bound-built start",
             lambda: LocalSearch(
                 instance, bound_plan(instance, start, bound.threshold, slice_end(START_SHARE)), start
             ),
         ),
+        # Flux aimed between the bound and the best plan so far: when the bound is loose, nodes within that
+        # need no move either.
+        ("aimed flux start", paired(lambda: 0.5 * (bound.threshold + best.key[0]))),
         ("current plan", lambda: LocalSearch(instance, start, start)),
     ]
     setup = time.perf_counter()
@@ -125,32 +153,41 @@ def solve_milp(
         time.perf_counter() - setup
     )  # what one more search state costs (O(units)): no start that cannot pay it
     unfinished: list[tuple[str, LocalSearch]] = []
-    for name, make in starts:
-        if time.perf_counter() + 3 * setup_s >= deadline or meets(lower):
+    done = settled()
+    for index, (name, make) in enumerate(starts):
+        if time.perf_counter() + 3 * setup_s >= deadline or done:
             break
         search = make()
-        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
+        if not search.descend(slice_end(FIRST_SHARE if index == 0 else START_SHARE), DESCENT_STEPS):
             unfinished.append((name, search))
-        best.offer(search, f"{name} + descent")
-    # Descents the time share cut short are finished in turn (the descent is what improves a start most), while
-    # FINISH_SHARE of the time is left for the rounds.
-    while unfinished and not meets(lower):
+        if best.offer(search, f"{name} + descent"):
+            done = settled()
+    # Descents the time share cut short are finished in turn, the best so far first (the descent is what improves
+    # a start most), while FINISH_SHARE of the time is left for the rounds.
+    while unfinished and not done:
         if deadline - time.perf_counter() < FINISH_SHARE * (deadline - started):
             break
+        unfinished.sort(key=lambda item: item[1].key())
         name, search = unfinished.pop(0)
         if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
             unfinished.append((name, search))
-        best.offer(search, f"{name} + descent")
+        if best.offer(search, f"{name} + descent"):
+            done = settled()
 
     proven = meets(lower)
     rounds = 0
     if proven:
         notes.append(f"the {best.name} plan meets the lower bound; no solver call needed")
+    elif done:
+        notes.append(
+            f"the {best.name} plan is within {best.key[0] - lower:.2g} points of the lower bound "
+            f"(relative_gap {relative_gap}, residual_gap {residual_gap}); no solver call needed"
+        )
     else:
         n_active = int(instance.active.sum())
         n_movable = int(instance.movable.sum())
         rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
-        rounds_run.setup_s = setup_s
+        rounds_run.setup_s, rounds_run.absolute_gap, rounds_run.bound = setup_s, absolute_gap, bound
         rounds_run.run(started, time_limit_s, width, per_node, full=n_active * n_movable <= FULL_MODEL_MOVES)
         lower, rounding, rounds = rounds_run.lower, rounds_run.rounding, rounds_run.model_rounds
         proven = rounds_run.proven or meets(lower)
@@ -211,6 +248,10 @@ class _Rounds:
         self.last_round_s = 0.0
         self.setup_s = 0.0  # measured cost of a new search state
         self.round_moves = MAX_ROUND_MOVES
+        self.absolute_gap = 0.0  # points (residual_gap times the current plan's distance)
+        self.perturbation_s = self.model_s = 0.0  # time spent in each kind of round
+        self.counts_for_stall = True
+        self.bound: LowerBound | None = None  # its tests prove a plan that meets them
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -243,43 +284,72 @@ class _Rounds:
             self.lower = max(self.lower, result.bound_d)
         return improved
 
-    def _neighbourhood_round(
+    def _perturbation_round(self, rng: np.random.Generator) -> bool:
+        """Iterated perturbation: a random 5-30 % of the best plan's migrations sent home, then the descent."""
+        inst, best = self.instance, self.best
+        migrated = np.flatnonzero(best.search.migrated_mask())
+        if not len(migrated) or time.perf_counter() + 3 * self.setup_s >= self.deadline:
+            return False
+        # At most PERTURBATION_UNITS: the descent that follows takes a step per unit sent home, and a step costs
+        # milliseconds at scale (a perturbation must stay a short round).
+        size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(0.05, 0.3) * len(migrated))))
+        trial = LocalSearch(inst, best.search.assignment, self.start)
+        trial.send_home(rng.choice(migrated, size=size, replace=False))
+        trial.descend(self.deadline, DESCENT_STEPS)
+        name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
+        self.perturbations += 1
+        return best.offer(trial, name)
+
+    def _model_round(
         self, rng: np.random.Generator, width: int, per_node: int, seconds: float
-    ) -> bool:
+    ) -> bool | None:
+        """A short move-model round on a neighbourhood of extreme nodes, random nodes, and the home nodes of
+        migrated units, warm-started from the best plan; its plan is descended. None when none fits any more."""
         inst, best = self.instance, self.best
         improved = False
-        migrated = np.flatnonzero(best.search.migrated_mask())
-        if len(migrated) and time.perf_counter() + 3 * self.setup_s < self.deadline:
-            size = max(1, round(rng.uniform(0.05, 0.3) * len(migrated)))
-            trial = LocalSearch(inst, best.search.assignment, self.start)
-            trial.send_home(rng.choice(migrated, size=size, replace=False))
-            trial.descend(self.deadline, DESCENT_STEPS)
-            name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
-            improved |= best.offer(trial, name)
-            self.perturbations += 1
         # A round costs its model building (Python, per boolean) on top of the solve: start one only when the
         # last one's whole duration still fits, and keep the model within what a round can build.
         round_started = time.perf_counter()
-        if round_started + 1.5 * max(self.last_round_s, 2 * seconds) < self.deadline:
-            extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
-            nodes, units = choose_neighbourhood(
-                inst, best.search.assignment, self.start, width, per_node, rng, extra
-            )
-            per_unit = max(1, int(inst.active[nodes].sum()))
-            if len(units) * per_unit > self.round_moves:
-                units = np.sort(rng.choice(units, size=max(1, self.round_moves // per_unit), replace=False))
-            model = build_move_model(inst, nodes, units, best.search.assignment, self.start)
-            result = self._solve(model, min(seconds, self.deadline - time.perf_counter()), self.relative_gap)
-            self.last_round_s = time.perf_counter() - round_started
-            if self.last_round_s > 2 * seconds:  # building dominated: smaller models from now on
-                self.round_moves = max(MIN_ROUND_MOVES, self.round_moves // 2)
-            if result.chosen is not None and len(result.chosen):
-                solution = model.assignment_of(result.chosen)
-                if inst.within_budget(solution):
-                    trial = LocalSearch(inst, solution, self.start)
-                    trial.descend(self.deadline, DESCENT_STEPS)
-                    improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
+        if round_started + 1.5 * max(self.last_round_s, 2 * seconds) >= self.deadline:
+            return None
+        extra = rng.choice(np.flatnonzero(inst.active), size=width, replace=False)
+        nodes, units = choose_neighbourhood(
+            inst, best.search.assignment, self.start, width, per_node, rng, extra
+        )
+        per_unit = max(1, int(inst.active[nodes].sum()))
+        if len(units) * per_unit > self.round_moves:
+            units = np.sort(rng.choice(units, size=max(1, self.round_moves // per_unit), replace=False))
+        model = build_move_model(inst, nodes, units, best.search.assignment, self.start)
+        result = self._solve(model, min(seconds, self.deadline - time.perf_counter()), self.relative_gap)
+        self.last_round_s = time.perf_counter() - round_started
+        if self.last_round_s > 2 * seconds:  # building dominated: smaller models from now on
+            self.round_moves = max(MIN_ROUND_MOVES, self.round_moves // 2)
+        if result.chosen is not None and len(result.chosen):
+            solution = model.assignment_of(result.chosen)
+            if inst.within_budget(solution):
+                trial = LocalSearch(inst, solution, self.start)
+                trial.descend(self.deadline, DESCENT_STEPS)
+                improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
         return improved
+
+    def _neighbourhood_round(
+        self, rng: np.random.Generator, width: int, per_node: int, seconds: float
+    ) -> bool:
+        """A perturbation or a model round: whichever has had less of the time so far (perturbations take
+        milliseconds, model rounds tens of them: both kinds get an equal share of the time, not of the rounds)."""
+        started = time.perf_counter()
+        self.counts_for_stall = False
+        if self.perturbation_s <= self.model_s:
+            improved = self._perturbation_round(rng)
+            self.perturbation_s += time.perf_counter() - started
+            return improved
+        self.counts_for_stall = True  # a stall counts model rounds (each with its share of perturbations)
+        modelled = self._model_round(rng, width, per_node, seconds)
+        if modelled is None:  # no model round fits before the deadline any more: perturbations take the rest
+            self.model_s = np.inf
+            return self._neighbourhood_round(rng, width, per_node, seconds)
+        self.model_s += max(time.perf_counter() - started, 1e-6)
+        return modelled
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
         inst = self.instance
@@ -304,8 +374,10 @@ class _Rounds:
                 self.stop_reason = "time limit"
                 return
             d = self.best.key[0]
-            if d - self.lower <= max(self.relative_gap * d, OPTIMALITY_TOLERANCE):
-                self.stop_reason = f"gap within relative_gap {self.relative_gap}"
+            if d - self.lower <= max(self.relative_gap * d, self.absolute_gap, OPTIMALITY_TOLERANCE):
+                self.stop_reason = (
+                    f"gap within relative_gap {self.relative_gap} or {self.absolute_gap:.2g} points"
+                )
                 return
             if since >= stall_rounds and now - found_at >= found_at - begun:
                 self.stop_reason = f"no improvement in {since} rounds"
@@ -322,8 +394,11 @@ class _Rounds:
                 improved = self._neighbourhood_round(rng, width, per_node, model_slice)
             if improved:
                 since, found_at = 0, time.perf_counter()
+                d = self.best.key[0] - 0.5 * OPTIMALITY_TOLERANCE
+                if self.bound is not None and d > self.lower and self.bound.rules_out(d):
+                    self.lower = d
             else:
-                since += 1
+                since += int(self.counts_for_stall)
 
 
 def bottleneck_notes(instance: AssignmentInstance) -> list[str]:
