@@ -88,7 +88,7 @@ def test_version_1_model_is_migrated(client: TestClient) -> None:
     }
     answer = client.post(URL, json=request({"a": 500, "b": 500}, {"a": 1.8, "b": 0.0}, 1.0, model=v1))
     assert answer.status_code == 200, answer.text
-    assert answer.json()["model"]["version"] == 2
+    assert answer.json()["model"]["version"] == 3
     assert any("migrated" in note for note in answer.json()["notes"])
     assert answer.json()["weights"]["a"] < 500
 

@@ -51,6 +51,19 @@ DECAY_REFERENCE_S = 1.0
 MIN_DECAY_SCALE = 1.0 / 64
 # A raise is judged clean (the decay restored) only after this long at the raised weight without blocking.
 CLEAN_AFTER_S = 10.0
+# A raise that blocked again also holds the connection's weight (no rise) for HOLD_S / decay_scale seconds, the
+# scale halved first: 30 s, 60 s, ... 16 minutes at the floor. The decay alone re-explores as soon as the points
+# above the weight sink below the region's current blocking level, and in a saturated region that level is high
+# (someone always blocks), so a dead connection came back every ~20-80 s whatever its back-off; the hold makes
+# the back-off a time: about four stalls in the first five minutes, four an hour at the floor.
+HOLD_S = 15.0
+# The splitter blocks where it waits, not where the cause is: while a draft leader (Section 4.2) holds the splitter
+# blocked, every other connection reads zero whatever its capacity, because it is sent nothing meanwhile. So a
+# measurement counts with the share of the interval in which the splitter was free to send on that connection (1 -
+# the other connections' blocking rates), and a connection's first point at a weight needs at least
+# MIN_TESTED_SHARE of it. (Fig. 10, 16 PEs: 100x workers read zero at weights 2-67 while another one led the draft;
+# those zeros said the weights were safe, the region ran at a third of Oracle*'s throughput.)
+MIN_TESTED_SHARE = 0.25
 # "Blocked again": the rate measured at the raised weight exceeds the rate predicted there by this factor plus the
 # noise floor.
 BLOCKED_AGAIN_FACTOR = 2.0
@@ -98,6 +111,8 @@ class ConnectionMemory:
     changed_at: float = float("-inf")  # observed_at of the call that changed the weight
     expected_rate: float = 0.0  # F(weight) when the weight was changed to it
     decay_scale: float = 1.0  # this connection's share of exploration_decay
+    held_until: float = float("-inf")  # observed_at before which the weight may not rise (a raise that failed)
+    failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
     def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
         """Smooth one measurement into the point at w; `credit` (0..1] is the share of the interval that was spent
@@ -274,6 +289,7 @@ def _measure(
             f"blocking rate above {MAX_BLOCKING_RATE:g} s/s clamped on: "
             f"{_named([request.ids[j] for j in np.flatnonzero(clamped)])}"
         )
+    blocked = float(np.minimum(rates[known], 1.0).sum())
     for j in np.flatnonzero(known & (weights > 0)).tolist():
         connection, w, rate = connections[j], int(weights[j]), float(rates[j])
         # Time at each weight inside the interval: the weight we returned at the previous call came into force
@@ -286,8 +302,6 @@ def _measure(
         credit = 1.0
         if changed_now and request.steady:
             credit = float(np.clip((elapsed - TRANSITION_S) / elapsed, 0.0, 1.0))
-        if credit > 0.0 or not np.any(connection.w == w):
-            connection.smooth_in(w, rate, call, max(credit, 1e-3))
         # A raised weight is on probation until judged: blocked again (any interval at it) halves the decay; clean
         # CLEAN_AFTER_S after the raise restores it. Judged, the raise is closed (previous = current). Not judged
         # clean sooner: a stall in progress is on no counter yet (select() returns first), and a small probe on a
@@ -297,12 +311,21 @@ def _measure(
             if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
                 connection.previous_weight = w
+                if request.steady:  # not raised again in this call; with exploration, for the back-off's time
+                    hold = HOLD_S / connection.decay_scale if request.exploration_decay > 0 else 0.0
+                    connection.held_until = request.observed_at + hold
+                    connection.failed_now = True
             elif (
                 request.observed_at - connection.changed_at >= CLEAN_AFTER_S
                 and rate <= connection.expected_rate + noise
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
+        if request.steady:  # the share of the interval in which the splitter could send on j at all
+            credit *= float(np.clip(1.0 - (blocked - min(rate, 1.0)), 0.0, 1.0))
+        has_point = bool(np.any(connection.w == w))
+        if (has_point and credit > 0.0) or (not has_point and (credit >= MIN_TESTED_SHARE or not request.steady)):
+            connection.smooth_in(w, rate, call, max(credit, 1e-3))
     return True
 
 
@@ -327,6 +350,10 @@ def _bounds(
     else:
         lower = np.zeros(len(connections), dtype=np.int64)
         upper = np.minimum(weights + np.maximum(probe, weights // RISE_DIVISOR), resolution)
+    held = np.fromiter((request.observed_at < c.held_until or c.failed_now for c in connections), dtype=bool, count=len(weights))
+    held_upper = np.where(held, np.minimum(upper, weights), upper)
+    if int(held_upper.sum()) >= resolution:  # a hold never makes the bounds infeasible
+        upper = held_upper
     if newcomers.any():
         probe_lower = np.where(newcomers, np.minimum(probe, upper), lower)
         if int(probe_lower.sum()) <= resolution:
@@ -442,7 +469,9 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     solved = None
     if request.steady and memory.calls > 0 and np.all((weights >= lower) & (weights <= upper)):
         free_upper = (
-            upper if request.max_change is not None else np.full(n_connections, resolution, dtype=np.int64)
+            upper
+            if request.max_change is not None
+            else np.where(upper > weights, resolution, upper)  # a held connection stays held
         )
         solved = solve(lower, free_upper)
         current = solved[3]
