@@ -321,10 +321,12 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
-        if request.steady:  # the share of the interval in which the splitter could send on j at all
-            credit *= float(np.clip(1.0 - (blocked - min(rate, 1.0)), 0.0, 1.0))
+        # The share of the interval in which the splitter could send on j at all (see MIN_TESTED_SHARE).
+        tested = float(np.clip(1.0 - (blocked - min(rate, 1.0)) / max(blocked, 1.0), 0.0, 1.0))
+        if request.steady:
+            credit *= tested
         has_point = bool(np.any(connection.w == w))
-        if (has_point and credit > 0.0) or (not has_point and (credit >= MIN_TESTED_SHARE or not request.steady)):
+        if (has_point and credit > 0.0) or (not has_point and (tested >= MIN_TESTED_SHARE or not request.steady)):
             connection.smooth_in(w, rate, call, max(credit, 1e-3))
     return True
 
