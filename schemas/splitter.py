@@ -84,7 +84,7 @@ class ModelConnection(StrictModel):
     held_until: float | None = Field(
         default=None,
         allow_inf_nan=False,
-        description="observed_at before which the weight may not rise: a raise that blocked again (version 3).",
+        description="observed_at before which the weight stays 0: a re-exploration from 0 that blocked again (version 3).",
     )
 
 

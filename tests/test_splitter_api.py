@@ -60,7 +60,7 @@ def test_new_connection_starts_empty_and_vanished_is_dropped(client: TestClient)
 def test_clustering_auto_turns_on_from_16_connections(client: TestClient) -> None:
     weights = tuple([63] * 8 + [62] * 8)
     first = client.post(URL, json=body(weights)).json()
-    nxt = body(weights, counters=tuple([0.5] * 4 + [0.0] * 12), model=first["model"])
+    nxt = body(weights, counters=tuple([0.2] * 4 + [0.0] * 12), model=first["model"])
     nxt["observed_at"] += 1.0
     clusters = client.post(URL, json=nxt).json()["clusters"]
     assert ["c1", "c2", "c3", "c4"] in clusters

@@ -165,7 +165,7 @@ def test_clustered_solve_shares_cluster_weight_evenly() -> None:
     ids = tuple(f"c{j}" for j in range(16))
     weights = [63] * 8 + [62] * 8
     memory = run(ids, weights, [0.0] * 16, 0.0).memory
-    counters = [0.5] * 4 + [0.0] * 12  # four connections block heavily
+    counters = [0.2] * 4 + [0.0] * 12  # four connections block heavily (0.8 of the interval together)
     result = run(ids, weights, counters, 1.0, memory, clustering="on")
     assert result.weights.sum() == 1000
     for members in result.clusters:

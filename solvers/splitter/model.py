@@ -51,11 +51,13 @@ DECAY_REFERENCE_S = 1.0
 MIN_DECAY_SCALE = 1.0 / 64
 # A raise is judged clean (the decay restored) only after this long at the raised weight without blocking.
 CLEAN_AFTER_S = 10.0
-# A raise that blocked again also holds the connection's weight (no rise) for HOLD_S / decay_scale seconds, the
-# scale halved first: 30 s, 60 s, ... 16 minutes at the floor. The decay alone re-explores as soon as the points
-# above the weight sink below the region's current blocking level, and in a saturated region that level is high
-# (someone always blocks), so a dead connection came back every ~20-80 s whatever its back-off; the hold makes
-# the back-off a time: about four stalls in the first five minutes, four an hour at the floor.
+# A re-exploration from weight 0 that blocked again holds the connection at 0 for HOLD_S / decay_scale seconds,
+# the scale halved first: 30 s, 60 s, ... 16 minutes at the floor. The decay alone re-explores as soon as the
+# points above the weight sink below the region's current blocking level, and in a saturated region that level is
+# high (someone always blocks), so a dead connection came back every ~20-80 s whatever its back-off (6-9 times in
+# 300 s); the hold makes the back-off a time: about four stalls in the first five minutes, four an hour at the
+# floor. Only from 0: a connection that holds load may be the only place for it (holding it would starve a fall
+# elsewhere).
 HOLD_S = 15.0
 # The splitter blocks where it waits, not where the cause is: while a draft leader (Section 4.2) holds the splitter
 # blocked, every other connection reads zero whatever its capacity, because it is sent nothing meanwhile. So a
@@ -111,7 +113,7 @@ class ConnectionMemory:
     changed_at: float = float("-inf")  # observed_at of the call that changed the weight
     expected_rate: float = 0.0  # F(weight) when the weight was changed to it
     decay_scale: float = 1.0  # this connection's share of exploration_decay
-    held_until: float = float("-inf")  # observed_at before which the weight may not rise (a raise that failed)
+    held_until: float = float("-inf")  # observed_at before which the weight stays 0 (a re-exploration that failed)
     failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
     def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
@@ -310,11 +312,11 @@ def _measure(
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
             if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
-                connection.previous_weight = w
-                if request.steady:  # not raised again in this call; with exploration, for the back-off's time
-                    hold = HOLD_S / connection.decay_scale if request.exploration_decay > 0 else 0.0
-                    connection.held_until = request.observed_at + hold
+                if request.steady:
                     connection.failed_now = True
+                    if connection.previous_weight == 0 and request.exploration_decay > 0:
+                        connection.held_until = request.observed_at + HOLD_S / connection.decay_scale
+                connection.previous_weight = w
             elif (
                 request.observed_at - connection.changed_at >= CLEAN_AFTER_S
                 and rate <= connection.expected_rate + noise
@@ -352,9 +354,12 @@ def _bounds(
     else:
         lower = np.zeros(len(connections), dtype=np.int64)
         upper = np.minimum(weights + np.maximum(probe, weights // RISE_DIVISOR), resolution)
-    held = np.fromiter((request.observed_at < c.held_until or c.failed_now for c in connections), dtype=bool, count=len(weights))
-    held_upper = np.where(held, np.minimum(upper, weights), upper)
-    if int(held_upper.sum()) >= resolution:  # a hold never makes the bounds infeasible
+    # A raise that failed is not raised again in the call that judged it; a connection re-explored from no load
+    # that failed stays at none while held (HOLD_S). Neither ever makes the bounds infeasible.
+    failed = np.fromiter((c.failed_now for c in connections), dtype=bool, count=len(weights))
+    held = np.fromiter((request.observed_at < c.held_until for c in connections), dtype=bool, count=len(weights))
+    held_upper = np.where(held, 0, np.where(failed, np.minimum(upper, weights), upper))
+    if int(held_upper.sum()) >= resolution and np.all(held_upper >= lower):
         upper = held_upper
     if newcomers.any():
         probe_lower = np.where(newcomers, np.minimum(probe, upper), lower)
@@ -396,6 +401,8 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     if new_ids and memory.calls > 0:
         notes.append(f"new connections start with empty functions: {_named(new_ids)}")
 
+    for connection in connections:
+        connection.failed_now = False
     measured = _measure(request, memory, connections, known, call, notes)
     elapsed = request.observed_at - memory.observed_at if measured and memory.calls > 0 else 0.0
 
