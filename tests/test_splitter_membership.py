@@ -93,11 +93,11 @@ def test_weights_stay_when_the_gain_is_within_the_noise() -> None:
     memory = call(ids, [500, 500], [0.0, 0.0], 0.0).memory
     counters = [0.0, 0.0]
     for t in (1.0, 2.0):  # both block about as much, a little more on a: a noise-sized difference
-        counters = [counters[0] + 0.25, counters[1] + 0.24]
+        counters = [counters[0] + 0.25, counters[1] + 0.246]
         memory = call(ids, [500, 500], counters, t, memory).memory
-    steady = call(ids, [500, 500], [counters[0] + 0.25, counters[1] + 0.24], 3.0, memory)
+    steady = call(ids, [500, 500], [counters[0] + 0.25, counters[1] + 0.246], 3.0, memory)
     assert steady.weights.tolist() == [500, 500]
-    paper = call(ids, [500, 500], [counters[0] + 0.25, counters[1] + 0.24], 3.0, memory, steady=False)
+    paper = call(ids, [500, 500], [counters[0] + 0.25, counters[1] + 0.246], 3.0, memory, steady=False)
     assert paper.weights.tolist() != [500, 500]  # the paper's variant chases the noise
 
 

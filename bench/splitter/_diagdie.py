@@ -5,6 +5,7 @@ from service.main import create_app
 from service.settings import Settings
 with TestClient(create_app(Settings())) as client:
     alive, dead = [1.0]*4, [1.0, 1.0, 1.0, ex.DEAD]
+    import os; ex.MULT_S *= float(os.environ.get("SCALE", "1"))
     r = ex.membership_run(client, "die", dead, phases=((30.0, dead),), duration_s=330.0)
     t, W = ex.weight_matrix(r.result)
     R = np.asarray(r.result.trace.blocking_rates)

@@ -113,7 +113,9 @@ class ConnectionMemory:
     changed_at: float = float("-inf")  # observed_at of the call that changed the weight
     expected_rate: float = 0.0  # F(weight) when the weight was changed to it
     decay_scale: float = 1.0  # this connection's share of exploration_decay
-    held_until: float = float("-inf")  # observed_at before which the weight stays 0 (a re-exploration that failed)
+    held_until: float = float(
+        "-inf"
+    )  # observed_at before which the weight stays 0 (a re-exploration that failed)
     failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
     def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
@@ -328,7 +330,9 @@ def _measure(
         if request.steady:
             credit *= tested
         has_point = bool(np.any(connection.w == w))
-        if (has_point and credit > 0.0) or (not has_point and (tested >= MIN_TESTED_SHARE or not request.steady)):
+        if (has_point and credit > 0.0) or (
+            not has_point and (tested >= MIN_TESTED_SHARE or not request.steady)
+        ):
             connection.smooth_in(w, rate, call, max(credit, 1e-3))
     return True
 
@@ -357,7 +361,9 @@ def _bounds(
     # A raise that failed is not raised again in the call that judged it; a connection re-explored from no load
     # that failed stays at none while held (HOLD_S). Neither ever makes the bounds infeasible.
     failed = np.fromiter((c.failed_now for c in connections), dtype=bool, count=len(weights))
-    held = np.fromiter((request.observed_at < c.held_until for c in connections), dtype=bool, count=len(weights))
+    held = np.fromiter(
+        (request.observed_at < c.held_until for c in connections), dtype=bool, count=len(weights)
+    )
     held_upper = np.where(held, 0, np.where(failed, np.minimum(upper, weights), upper))
     if int(held_upper.sum()) >= resolution and np.all(held_upper >= lower):
         upper = held_upper
