@@ -3,6 +3,7 @@ from fastapi.testclient import TestClient
 from bench.splitter import experiments as ex
 from service.main import create_app
 from service.settings import Settings
+
 with TestClient(create_app(Settings())) as client:
     fast, slow = ex.membership_scenarios(client, joins_only=True, join_duration_s=90.0)
     for r in (fast, slow):

@@ -1,5 +1,6 @@
 """Robustness of the issue-12 targets to the tuple cost (x0.9 .. x1.1): Fig. 10 at 16 PEs static (LB-static,
 LB-adaptive / Oracle*), dead connection re-explorations and calls at weight > 0, fast newcomer calls to 90%."""
+
 import sys
 import numpy as np
 from fastapi.testclient import TestClient
@@ -11,6 +12,7 @@ from service.settings import Settings
 SCALES = (0.9, 0.95, 1.0, 1.05, 1.1)
 base_mult = ex.MULT_S
 
+
 def fig10(client, scale, adaptive):
     pes, tuple_s = 16, 10 * base_mult * scale
     slowdown = np.where(np.arange(pes) < pes // 2, 100.0, 1.0)
@@ -20,6 +22,7 @@ def fig10(client, scale, adaptive):
     best = ex.offline_best_weights(reg, slowdown, min(tuples, 50000))
     oracle = simulate(reg, tuples, best).total_time_s
     return ex.run_lb(client, reg, tuples, adaptive=adaptive)[0].total_time_s / oracle
+
 
 with TestClient(create_app(Settings())) as client:
     rows = {"LB-static": [], "LB-adaptive": [], "die re-expl": [], "die calls>0": [], "join fast calls": []}
@@ -35,6 +38,6 @@ with TestClient(create_app(Settings())) as client:
         fast = ex.membership_run(client, "join fast", [1.0] * 4, join=True, duration_s=90.0)
         rows["join fast calls"].append(fast.calls_to_90)
         ex.MULT_S = base_mult
-    print(sys.argv[1:] , flush=True)
+    print(sys.argv[1:], flush=True)
     for name, values in rows.items():
         print(f"{name:16s}", " ".join(f"{v:6.2f}" if isinstance(v, float) else f"{v!s:>6}" for v in values))

@@ -21,7 +21,7 @@ from solvers.instance import FloatArray, IntArray
 MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s over 1000 units
 # Rows up to this many points (a connection's own: the origin and at most 32 points) get their monotone regression
 # in one vectorised pass (O(k^2) per row, no Python per row); longer (pooled cluster) rows go to scipy one by one.
-MAX_BATCHED_ROW = 48
+MAX_BATCHED_ROW = 33
 
 
 def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths: IntArray) -> None:

@@ -468,13 +468,17 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         labels = np.arange(n_connections)
     clusters = [np.flatnonzero(labels == c).tolist() for c in range(int(labels.max()) + 1)]
 
+    cluster_values: FloatArray | None = None
+
     def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
         if len(clusters) == n_connections:
             rows = np.arange(n_connections)
             solved, optimum = fox_minimax(values, lo, up, resolution, prefer=weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
-        point_arrays = [np.array((c.w, c.rate, c.n), dtype=np.float64) for c in connections]
-        return _solve_clustered(clusters, point_arrays, values, weights, lo, up, resolution)
+        nonlocal cluster_values
+        if cluster_values is None:  # built once: the gate's solve and the bounded one share it
+            cluster_values = _cluster_functions(clusters, connections, values, resolution)
+        return _solve_clustered(clusters, cluster_values, weights, lo, up, resolution)
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
@@ -514,25 +518,23 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     return SplitterResult(new_weights, memory, clusters, min(predicted, MAX_BLOCKING_RATE), notes)
 
 
-def _solve_clustered(
-    clusters: list[list[int]],
-    point_arrays: list[FloatArray],
-    values: FloatArray,
-    weights: IntArray,
-    lower: IntArray,
-    upper: IntArray,
-    resolution: int,
-) -> tuple[IntArray, float, FloatArray, FloatArray]:
-    """Fox over one pooled function per cluster, then each cluster's weight shared evenly among its members.
-
-    A cluster of n members holding W gives each about W/n, so its function G(W) is the members' blocking at W/n:
-    the pooled points of all members, a member's point at weight w counting at W = n w. Returns the weights, the
-    optimum, and per member the predicted rate at the new and at the current weights (its cluster's).
-    """
+def _cluster_functions(
+    clusters: list[list[int]], connections: list[ConnectionMemory], values: FloatArray, resolution: int
+) -> FloatArray:
+    """One function per cluster: a singleton's own; a cluster of n members holding W gives each about W/n, so its
+    function G(W) is the members' blocking at W/n: the pooled points of all members, a member's point at weight w
+    counting at W = n w."""
     multi = [m for m in clusters if len(m) > 1]
     pooled = blocking_functions(
         [
-            np.concatenate([point_arrays[j] for j in members], axis=1) * [[len(members)], [1], [1]]
+            np.array(
+                (
+                    np.concatenate([connections[j].w for j in members]) * len(members),
+                    np.concatenate([connections[j].rate for j in members]),
+                    np.concatenate([connections[j].n for j in members]),
+                ),
+                dtype=np.float64,
+            )
             for members in multi
         ],
         resolution,
@@ -545,6 +547,21 @@ def _solve_clustered(
         else:
             cluster_values[c] = pooled[k]
             k += 1
+    return cluster_values
+
+
+def _solve_clustered(
+    clusters: list[list[int]],
+    cluster_values: FloatArray,
+    weights: IntArray,
+    lower: IntArray,
+    upper: IntArray,
+    resolution: int,
+) -> tuple[IntArray, float, FloatArray, FloatArray]:
+    """Fox over one function per cluster (`_cluster_functions`), then each cluster's weight shared evenly among its
+    members. Returns the weights, the optimum, and per member the predicted rate at the new and at the current
+    weights (its cluster's).
+    """
     index = [np.asarray(m) for m in clusters]
     current_totals = np.asarray([weights[m].sum() for m in index])
     cluster_weights, predicted = fox_minimax(
