@@ -3,6 +3,8 @@ solver level (fast), plus the membership scenarios through the endpoint on the s
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from fastapi.testclient import TestClient
 
@@ -75,7 +77,7 @@ def test_re_exploration_that_blocks_again_halves_the_decay_down_to_a_floor() -> 
         memory, weights = result.memory, result.weights.tolist()
         scales.append(memory.connections["a"].decay_scale)
     assert 2 <= reexplorations <= 5, raises  # it is still re-explored (it might recover), ever more rarely
-    assert all(b - a >= HOLD_S for a, b in zip(raises, raises[1:], strict=False)), raises
+    assert all(b - a >= HOLD_S for a, b in itertools.pairwise(raises)), raises
     assert MIN_DECAY_SCALE <= min(scales) <= 1 / 8
 
 

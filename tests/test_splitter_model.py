@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import isotonic_regression
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import isotonic_regression
 
 from solvers.splitter.clustering import cluster_connections, function_features
 from solvers.splitter.functions import _isotonic_rows, blocking_function, blocking_functions

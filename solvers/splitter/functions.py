@@ -111,7 +111,7 @@ def blocking_functions_flat(
     stride = float(max(resolution, stacked[0].max()) + 2)
     key, group = np.unique(row * stride + stacked[0], return_inverse=True)  # sorted by row, then weight
     group = group.ravel()
-    weight = np.bincount(group, weights=stacked[2])
+    weight = np.asarray(np.bincount(group, weights=stacked[2]), dtype=np.float64)
     y = np.bincount(group, weights=stacked[1] * stacked[2]) / weight
     row = (key // stride).astype(np.int64)
     x = key - row * stride
