@@ -59,13 +59,6 @@ CLEAN_AFTER_S = 10.0
 # floor. Only from 0: a connection that holds load may be the only place for it (holding it would starve a fall
 # elsewhere).
 HOLD_S = 15.0
-# The splitter blocks where it waits, not where the cause is: while a draft leader (Section 4.2) holds the splitter
-# blocked, every other connection reads zero whatever its capacity, because it is sent nothing meanwhile. So a
-# measurement counts with the share of the interval in which the splitter was free to send on that connection (1 -
-# the other connections' blocking rates), and a connection's first point at a weight needs at least
-# MIN_TESTED_SHARE of it. (Fig. 10, 16 PEs: 100x workers read zero at weights 2-67 while another one led the draft;
-# those zeros said the weights were safe, the region ran at a third of Oracle*'s throughput.)
-MIN_TESTED_SHARE = 0.25
 # "Blocked again": the rate measured at the raised weight exceeds the rate predicted there by this factor plus the
 # noise floor.
 BLOCKED_AGAIN_FACTOR = 2.0
@@ -293,7 +286,6 @@ def _measure(
             f"blocking rate above {MAX_BLOCKING_RATE:g} s/s clamped on: "
             f"{_named([request.ids[j] for j in np.flatnonzero(clamped)])}"
         )
-    blocked = float(np.minimum(rates[known], 1.0).sum())
     for j in np.flatnonzero(known & (weights > 0)).tolist():
         connection, w, rate = connections[j], int(weights[j]), float(rates[j])
         # Time at each weight inside the interval: the weight we returned at the previous call came into force
@@ -325,14 +317,7 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
-        # The share of the interval in which the splitter could send on j at all (see MIN_TESTED_SHARE).
-        tested = float(np.clip(1.0 - (blocked - min(rate, 1.0)) / max(blocked, 1.0), 0.0, 1.0))
-        if request.steady:
-            credit *= tested
-        has_point = bool(np.any(connection.w == w))
-        if (has_point and credit > 0.0) or (
-            not has_point and (tested >= MIN_TESTED_SHARE or not request.steady)
-        ):
+        if credit > 0.0 or not np.any(connection.w == w):
             connection.smooth_in(w, rate, call, max(credit, 1e-3))
     return True
 
