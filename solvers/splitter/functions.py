@@ -39,10 +39,12 @@ def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths:
     # mean[r, a, b] of points a..b (a <= b < length); +inf beyond the row so that the minimum ignores it
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = (cwy[:, None, 1:] - cwy[:, :-1, None]) / (cw[:, None, 1:] - cw[:, :-1, None])
-    mean = np.where(valid[:, None, :] & (offsets[None, :, None] <= offsets[None, None, :]), mean, np.inf)
-    suffix_min = np.minimum.accumulate(mean[:, :, ::-1], axis=2)[:, :, ::-1]  # [r, a, i]: min over b >= i
-    suffix_min = np.where(offsets[None, :, None] <= offsets[None, None, :], suffix_min, -np.inf)
-    fit = suffix_min.max(axis=1)
+    upper_triangle = offsets[None, :, None] <= offsets[None, None, :]  # a <= b
+    # Reversed along b into a fresh (contiguous) array, so that the running minimum runs forward over memory.
+    reversed_mean = np.where(valid[:, None, :] & upper_triangle, mean, np.inf)[:, :, ::-1].copy()
+    np.minimum.accumulate(reversed_mean, axis=2, out=reversed_mean)
+    suffix_min = reversed_mean[:, :, ::-1]  # [r, a, i]: min over b >= i
+    fit = np.where(upper_triangle, suffix_min, -np.inf).max(axis=1)
     y[index[valid]] = fit[valid]
 
 
@@ -122,8 +124,11 @@ def blocking_functions_flat(
         rows = np.unique(row[decreasing + 1])
         lengths = last[rows] - starts[rows] + 1
         small = lengths <= MAX_BATCHED_ROW
-        if small.any():
-            _isotonic_rows(y, weight, starts[rows[small]], lengths[small])
+        # Two batches by length: the batched cost grows with the longest row squared, padding included.
+        short = small & (lengths <= MAX_BATCHED_ROW // 2)
+        for batch in (short, small & ~short):
+            if batch.any():
+                _isotonic_rows(y, weight, starts[rows[batch]], lengths[batch])
         for j in rows[~small].tolist():  # long pooled rows: scipy's pool-adjacent-violators, one call each
             part = slice(int(starts[j]), int(last[j]) + 1)
             y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
