@@ -15,7 +15,8 @@ from solvers.splitter.model import MAX_POINTS as MAX_POINTS_PER_CONNECTION
 
 # Version 2 adds each connection's weight state (returned weight, the one before, when it changed, the predicted
 # rate, the exploration back-off). A version-1 model is migrated: its points are kept, the weight state starts empty.
-# Version 3 adds the hold after a raise that blocked again (`held_until`); a version-2 model is migrated (no hold).
+# Version 3 adds the hold after a re-exploration from 0 that blocked again (`held_until`); a version-2 model is
+# migrated (no hold).
 MODEL_VERSION = 3
 MIGRATED_VERSIONS = (1, 2)
 MAX_CONNECTIONS = 4_096

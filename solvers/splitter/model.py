@@ -106,9 +106,8 @@ class ConnectionMemory:
     changed_at: float = float("-inf")  # observed_at of the call that changed the weight
     expected_rate: float = 0.0  # F(weight) when the weight was changed to it
     decay_scale: float = 1.0  # this connection's share of exploration_decay
-    held_until: float = float(
-        "-inf"
-    )  # observed_at before which the weight stays 0 (a re-exploration that failed)
+    # observed_at before which the weight stays 0 (a re-exploration from 0 that blocked again)
+    held_until: float = float("-inf")
     failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
     def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
