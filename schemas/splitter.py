@@ -15,8 +15,10 @@ from solvers.splitter.model import MAX_POINTS as MAX_POINTS_PER_CONNECTION
 
 # Version 2 adds each connection's weight state (returned weight, the one before, when it changed, the predicted
 # rate, the exploration back-off). A version-1 model is migrated: its points are kept, the weight state starts empty.
-MODEL_VERSION = 2
-MIGRATED_VERSIONS = (1,)
+# Version 3 adds the hold after a re-exploration from 0 that blocked again (`held_until`); a version-2 model is
+# migrated (no hold).
+MODEL_VERSION = 3
+MIGRATED_VERSIONS = (1, 2)
 MAX_CONNECTIONS = 4_096
 MIN_RESOLUTION = 2
 MAX_RESOLUTION = 100_000
@@ -79,6 +81,11 @@ class ModelConnection(StrictModel):
         le=1.0,
         allow_inf_nan=False,
         description="This connection's share of exploration_decay (halved after a re-exploration that blocked again).",
+    )
+    held_until: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="observed_at before which the weight stays 0: a re-exploration from 0 that blocked again (version 3).",
     )
 
 

@@ -33,7 +33,7 @@ def test_contract_shape_and_model_round_trip(client: TestClient) -> None:
     answer = first.json()
     assert set(answer) >= {"weights", "model", "clusters", "predicted_max_blocking_rate", "notes"}
     assert answer["weights"] == {"c1": 334, "c2": 333, "c3": 333}
-    assert answer["model"]["version"] == 2
+    assert answer["model"]["version"] == 3
     assert sorted(cid for members in answer["clusters"] for cid in members) == ["c1", "c2", "c3"]
 
     second = body(counters=(0.9, 0.0, 0.05), model=answer["model"])
@@ -60,7 +60,7 @@ def test_new_connection_starts_empty_and_vanished_is_dropped(client: TestClient)
 def test_clustering_auto_turns_on_from_16_connections(client: TestClient) -> None:
     weights = tuple([63] * 8 + [62] * 8)
     first = client.post(URL, json=body(weights)).json()
-    nxt = body(weights, counters=tuple([0.5] * 4 + [0.0] * 12), model=first["model"])
+    nxt = body(weights, counters=tuple([0.2] * 4 + [0.0] * 12), model=first["model"])
     nxt["observed_at"] += 1.0
     clusters = client.post(URL, json=nxt).json()["clusters"]
     assert ["c1", "c2", "c3", "c4"] in clusters
@@ -137,7 +137,7 @@ def test_bad_request_is_a_problem_naming_the_field(
 
 MODEL_CONNECTION = ["body", "model", "connections", 0]
 BAD_MODELS: list[tuple[str, list[str | int], Any, list[str | int]]] = [
-    ("wrong version", ["version"], 3, ["body", "model", "version"]),
+    ("wrong version", ["version"], 4, ["body", "model", "version"]),
     ("point beyond resolution", ["connections", 0, "w", 0], 5000, [*MODEL_CONNECTION, "w", 0]),
     ("negative rate", ["connections", 0, "rate", 0], -0.5, [*MODEL_CONNECTION, "rate", 0]),
     ("NaN rate", ["connections", 0, "rate", 0], float("nan"), [*MODEL_CONNECTION, "rate", 0]),

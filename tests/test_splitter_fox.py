@@ -8,8 +8,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solvers.splitter import fox
 from solvers.splitter.fox import fox_minimax
 from solvers.splitter.model import even_split
+
+VECTORISED_DEFAULT = fox.VECTORISED_CELLS_PER_UNIT
 
 
 @st.composite
@@ -117,3 +120,25 @@ def test_even_split_is_the_most_even_within_bounds(
     identity = np.broadcast_to(np.arange(total + 1, dtype=np.float64), (len(lower), total + 1))
     _, largest = fox_minimax(identity, lower, upper, total)
     assert shares.max() == largest
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(), st.data())
+def test_vectorised_fox_is_the_heaps_exact_answer(
+    instance: tuple[np.ndarray, np.ndarray, np.ndarray, int], data: st.DataObject
+) -> None:
+    # Same weights, not only the same optimum: the tie-breaking (current weights first, then even, then index)
+    # is what keeps allocations steady, so both code paths must hand out the same units.
+    values, lower, upper, total = instance
+    prefer = np.asarray(
+        data.draw(st.lists(st.integers(0, values.shape[1] - 1), min_size=len(values), max_size=len(values)))
+    )
+    try:
+        fox.VECTORISED_CELLS_PER_UNIT = 0  # always the heap
+        heap = fox_minimax(values, lower, upper, total, prefer=prefer)
+        fox.VECTORISED_CELLS_PER_UNIT = 10**12  # always vectorised
+        vectorised = fox_minimax(values, lower, upper, total, prefer=prefer)
+    finally:
+        fox.VECTORISED_CELLS_PER_UNIT = VECTORISED_DEFAULT
+    assert heap[0].tolist() == vectorised[0].tolist()
+    assert heap[1] == vectorised[1]

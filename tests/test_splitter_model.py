@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import isotonic_regression
 
 from solvers.splitter.clustering import cluster_connections, function_features
-from solvers.splitter.functions import blocking_function, blocking_functions
+from solvers.splitter.functions import _isotonic_rows, blocking_function, blocking_functions
 from solvers.splitter.model import (
     MAX_POINTS,
     SplitterInput,
@@ -165,7 +166,7 @@ def test_clustered_solve_shares_cluster_weight_evenly() -> None:
     ids = tuple(f"c{j}" for j in range(16))
     weights = [63] * 8 + [62] * 8
     memory = run(ids, weights, [0.0] * 16, 0.0).memory
-    counters = [0.5] * 4 + [0.0] * 12  # four connections block heavily
+    counters = [0.2] * 4 + [0.0] * 12  # four connections block heavily (0.8 of the interval together)
     result = run(ids, weights, counters, 1.0, memory, clustering="on")
     assert result.weights.sum() == 1000
     for members in result.clusters:
@@ -213,3 +214,29 @@ def test_vectorised_functions_equal_the_row_by_row_ones(rows: list[list[tuple[in
     ]
     expected = np.vstack([blocking_function(w, rate, count, 60, pooled=True) for w, rate, count in points])
     np.testing.assert_allclose(blocking_functions(points, 60), expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from([0.0, 1e-9, 0.5, 1.0, 1e6]) | st.floats(0, 10), st.integers(1, 4)),
+            min_size=1,
+            max_size=33,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_batched_monotone_regression_equals_scipys(rows: list[list[tuple[float, int]]]) -> None:
+    y = np.asarray([p[0] for r in rows for p in r])
+    weight = np.asarray([p[1] for r in rows for p in r], dtype=np.float64)
+    lengths = np.asarray([len(r) for r in rows])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    expected = y.copy()
+    for start, length in zip(starts.tolist(), lengths.tolist(), strict=True):
+        part = slice(start, start + length)
+        expected[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
+    batched = y.copy()
+    _isotonic_rows(batched, weight, starts, lengths)
+    np.testing.assert_allclose(batched, expected, rtol=1e-9, atol=1e-12)

@@ -88,9 +88,20 @@ def test_version_1_model_is_migrated(client: TestClient) -> None:
     }
     answer = client.post(URL, json=request({"a": 500, "b": 500}, {"a": 1.8, "b": 0.0}, 1.0, model=v1))
     assert answer.status_code == 200, answer.text
-    assert answer.json()["model"]["version"] == 2
+    assert answer.json()["model"]["version"] == 3
     assert any("migrated" in note for note in answer.json()["notes"])
     assert answer.json()["weights"]["a"] < 500
+
+
+def test_version_2_model_is_migrated_without_a_hold(client: TestClient) -> None:
+    first = client.post(URL, json=request({"a": 500, "b": 500}, {"a": 0.0, "b": 0.0}, 0.0)).json()["model"]
+    v2 = dict(first, version=2)
+    for connection in v2["connections"]:
+        connection.pop("held_until", None)
+    answer = client.post(URL, json=request({"a": 500, "b": 500}, {"a": 0.8, "b": 0.0}, 1.0, model=v2))
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["model"]["version"] == 3
+    assert any("migrated" in note for note in answer.json()["notes"])
 
 
 # Next observations: ties (nothing changes), tiny and huge steps in time and counters, resets.

@@ -42,6 +42,7 @@ def to_memory(model: SplitterModel) -> SplitterMemory:
                 changed_at=float("-inf") if c.changed_at is None else c.changed_at,
                 expected_rate=c.expected_rate,
                 decay_scale=c.decay_scale,
+                held_until=float("-inf") if c.held_until is None else c.held_until,
             )
             for c in model.connections
         },
@@ -69,6 +70,7 @@ def to_model(memory: SplitterMemory) -> SplitterModel:
                 changed_at=None if c.changed_at == float("-inf") else c.changed_at,
                 expected_rate=c.expected_rate,
                 decay_scale=c.decay_scale,
+                held_until=None if c.held_until == float("-inf") else c.held_until,
             )
             for cid, c in memory.connections.items()
         ],

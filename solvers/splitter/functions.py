@@ -19,6 +19,33 @@ from scipy.optimize import isotonic_regression
 from solvers.instance import FloatArray, IntArray
 
 MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s over 1000 units
+# Rows up to this many points (a connection's own: the origin and at most 32 points) get their monotone regression
+# in one vectorised pass (O(k^2) per row, no Python per row); longer (pooled cluster) rows go to scipy one by one.
+MAX_BATCHED_ROW = 33
+
+
+def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths: IntArray) -> None:
+    """Weighted non-decreasing regression of the rows y[starts[r] : starts[r] + lengths[r]], in place, all rows at
+    once by the min-max formula: fit_i = max over a <= i of min over b >= i of mean(a..b) (Barlow et al. 1972),
+    with the means from cumulative sums. Same result as pool-adjacent-violators."""
+    width = int(lengths.max())
+    offsets = np.arange(width)
+    valid = offsets[None, :] < lengths[:, None]
+    index = np.where(valid, starts[:, None] + offsets[None, :], 0)
+    w = np.where(valid, weight[index], 0.0)
+    wy = w * np.where(valid, y[index], 0.0)
+    cw = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(w, axis=1)), axis=1)
+    cwy = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(wy, axis=1)), axis=1)
+    # mean[r, a, b] of points a..b (a <= b < length); +inf beyond the row so that the minimum ignores it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = (cwy[:, None, 1:] - cwy[:, :-1, None]) / (cw[:, None, 1:] - cw[:, :-1, None])
+    upper_triangle = offsets[None, :, None] <= offsets[None, None, :]  # a <= b
+    # Reversed along b into a fresh (contiguous) array, so that the running minimum runs forward over memory.
+    reversed_mean = np.where(valid[:, None, :] & upper_triangle, mean, np.inf)[:, :, ::-1].copy()
+    np.minimum.accumulate(reversed_mean, axis=2, out=reversed_mean)
+    suffix_min = reversed_mean[:, :, ::-1]  # [r, a, i]: min over b >= i
+    fit = np.where(upper_triangle, suffix_min, -np.inf).max(axis=1)
+    y[index[valid]] = fit[valid]
 
 
 def blocking_function(
@@ -86,16 +113,25 @@ def blocking_functions_flat(
     stride = float(max(resolution, stacked[0].max()) + 2)
     key, group = np.unique(row * stride + stacked[0], return_inverse=True)  # sorted by row, then weight
     group = group.ravel()
-    weight = np.bincount(group, weights=stacked[2])
+    weight = np.asarray(np.bincount(group, weights=stacked[2]), dtype=np.float64)
     y = np.bincount(group, weights=stacked[1] * stacked[2]) / weight
     row = (key // stride).astype(np.int64)
     x = key - row * stride
     starts = np.searchsorted(row, np.arange(n))
     last = np.append(starts[1:], len(key)) - 1
     decreasing = np.flatnonzero((np.diff(y) < 0) & (row[1:] == row[:-1]))
-    for j in np.unique(row[decreasing + 1]).tolist():
-        part = slice(int(starts[j]), int(last[j]) + 1)
-        y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
+    if len(decreasing):
+        rows = np.unique(row[decreasing + 1])
+        lengths = last[rows] - starts[rows] + 1
+        small = lengths <= MAX_BATCHED_ROW
+        # Two batches by length: the batched cost grows with the longest row squared, padding included.
+        short = small & (lengths <= MAX_BATCHED_ROW // 2)
+        for batch in (short, small & ~short):
+            if batch.any():
+                _isotonic_rows(y, weight, starts[rows[batch]], lengths[batch])
+        for j in rows[~small].tolist():  # long pooled rows: scipy's pool-adjacent-violators, one call each
+            part = slice(int(starts[j]), int(last[j]) + 1)
+            y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
     values = np.interp((grid[None, :] + stride * np.arange(n)[:, None]).ravel(), key, y).reshape(
         n, resolution + 1
     )

@@ -51,6 +51,14 @@ DECAY_REFERENCE_S = 1.0
 MIN_DECAY_SCALE = 1.0 / 64
 # A raise is judged clean (the decay restored) only after this long at the raised weight without blocking.
 CLEAN_AFTER_S = 10.0
+# A re-exploration from weight 0 that blocked again holds the connection at 0 for HOLD_S / decay_scale seconds,
+# the scale halved first: 30 s, 60 s, ... 16 minutes at the floor. The decay alone re-explores as soon as the
+# points above the weight sink below the region's current blocking level, and in a saturated region that level is
+# high (someone always blocks), so a dead connection came back every ~20-80 s whatever its back-off (6-9 times in
+# 300 s); the hold makes the back-off a time: about four stalls in the first five minutes, four an hour at the
+# floor. Only from 0: a connection that holds load may be the only place for it (holding it would starve a fall
+# elsewhere).
+HOLD_S = 15.0
 # "Blocked again": the rate measured at the raised weight exceeds the rate predicted there by this factor plus the
 # noise floor.
 BLOCKED_AGAIN_FACTOR = 2.0
@@ -98,6 +106,9 @@ class ConnectionMemory:
     changed_at: float = float("-inf")  # observed_at of the call that changed the weight
     expected_rate: float = 0.0  # F(weight) when the weight was changed to it
     decay_scale: float = 1.0  # this connection's share of exploration_decay
+    # observed_at before which the weight stays 0 (a re-exploration from 0 that blocked again)
+    held_until: float = float("-inf")
+    failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
     def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
         """Smooth one measurement into the point at w; `credit` (0..1] is the share of the interval that was spent
@@ -286,8 +297,6 @@ def _measure(
         credit = 1.0
         if changed_now and request.steady:
             credit = float(np.clip((elapsed - TRANSITION_S) / elapsed, 0.0, 1.0))
-        if credit > 0.0 or not np.any(connection.w == w):
-            connection.smooth_in(w, rate, call, max(credit, 1e-3))
         # A raised weight is on probation until judged: blocked again (any interval at it) halves the decay; clean
         # CLEAN_AFTER_S after the raise restores it. Judged, the raise is closed (previous = current). Not judged
         # clean sooner: a stall in progress is on no counter yet (select() returns first), and a small probe on a
@@ -296,6 +305,10 @@ def _measure(
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
             if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
+                if request.steady:
+                    connection.failed_now = True
+                    if connection.previous_weight == 0 and request.exploration_decay > 0:
+                        connection.held_until = request.observed_at + HOLD_S / connection.decay_scale
                 connection.previous_weight = w
             elif (
                 request.observed_at - connection.changed_at >= CLEAN_AFTER_S
@@ -303,6 +316,8 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
+        if credit > 0.0 or not np.any(connection.w == w):
+            connection.smooth_in(w, rate, call, max(credit, 1e-3))
     return True
 
 
@@ -327,6 +342,15 @@ def _bounds(
     else:
         lower = np.zeros(len(connections), dtype=np.int64)
         upper = np.minimum(weights + np.maximum(probe, weights // RISE_DIVISOR), resolution)
+    # A raise that failed is not raised again in the call that judged it; a connection re-explored from no load
+    # that failed stays at none while held (HOLD_S). Neither ever makes the bounds infeasible.
+    failed = np.fromiter((c.failed_now for c in connections), dtype=bool, count=len(weights))
+    held = np.fromiter(
+        (request.observed_at < c.held_until for c in connections), dtype=bool, count=len(weights)
+    )
+    held_upper = np.where(held, 0, np.where(failed, np.minimum(upper, weights), upper))
+    if int(held_upper.sum()) >= resolution and np.all(held_upper >= lower):
+        upper = held_upper
     if newcomers.any():
         probe_lower = np.where(newcomers, np.minimum(probe, upper), lower)
         if int(probe_lower.sum()) <= resolution:
@@ -367,6 +391,8 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     if new_ids and memory.calls > 0:
         notes.append(f"new connections start with empty functions: {_named(new_ids)}")
 
+    for connection in connections:
+        connection.failed_now = False
     measured = _measure(request, memory, connections, known, call, notes)
     elapsed = request.observed_at - memory.observed_at if measured and memory.calls > 0 else 0.0
 
@@ -426,13 +452,17 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         labels = np.arange(n_connections)
     clusters = [np.flatnonzero(labels == c).tolist() for c in range(int(labels.max()) + 1)]
 
+    cluster_values: FloatArray | None = None
+
     def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
         if len(clusters) == n_connections:
             rows = np.arange(n_connections)
             solved, optimum = fox_minimax(values, lo, up, resolution, prefer=weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
-        point_arrays = [np.array((c.w, c.rate, c.n), dtype=np.float64) for c in connections]
-        return _solve_clustered(clusters, point_arrays, values, weights, lo, up, resolution)
+        nonlocal cluster_values
+        if cluster_values is None:  # built once: the gate's solve and the bounded one share it
+            cluster_values = _cluster_functions(clusters, connections, values, resolution)
+        return _solve_clustered(clusters, cluster_values, weights, lo, up, resolution)
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
@@ -442,7 +472,9 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     solved = None
     if request.steady and memory.calls > 0 and np.all((weights >= lower) & (weights <= upper)):
         free_upper = (
-            upper if request.max_change is not None else np.full(n_connections, resolution, dtype=np.int64)
+            upper
+            if request.max_change is not None
+            else np.where(upper > weights, resolution, upper)  # a held connection stays held
         )
         solved = solve(lower, free_upper)
         current = solved[3]
@@ -470,25 +502,23 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     return SplitterResult(new_weights, memory, clusters, min(predicted, MAX_BLOCKING_RATE), notes)
 
 
-def _solve_clustered(
-    clusters: list[list[int]],
-    point_arrays: list[FloatArray],
-    values: FloatArray,
-    weights: IntArray,
-    lower: IntArray,
-    upper: IntArray,
-    resolution: int,
-) -> tuple[IntArray, float, FloatArray, FloatArray]:
-    """Fox over one pooled function per cluster, then each cluster's weight shared evenly among its members.
-
-    A cluster of n members holding W gives each about W/n, so its function G(W) is the members' blocking at W/n:
-    the pooled points of all members, a member's point at weight w counting at W = n w. Returns the weights, the
-    optimum, and per member the predicted rate at the new and at the current weights (its cluster's).
-    """
+def _cluster_functions(
+    clusters: list[list[int]], connections: list[ConnectionMemory], values: FloatArray, resolution: int
+) -> FloatArray:
+    """One function per cluster: a singleton's own; a cluster of n members holding W gives each about W/n, so its
+    function G(W) is the members' blocking at W/n: the pooled points of all members, a member's point at weight w
+    counting at W = n w."""
     multi = [m for m in clusters if len(m) > 1]
     pooled = blocking_functions(
         [
-            np.concatenate([point_arrays[j] for j in members], axis=1) * [[len(members)], [1], [1]]
+            np.array(
+                (
+                    np.concatenate([connections[j].w for j in members]) * len(members),
+                    np.concatenate([connections[j].rate for j in members]),
+                    np.concatenate([connections[j].n for j in members]),
+                ),
+                dtype=np.float64,
+            )
             for members in multi
         ],
         resolution,
@@ -501,6 +531,21 @@ def _solve_clustered(
         else:
             cluster_values[c] = pooled[k]
             k += 1
+    return cluster_values
+
+
+def _solve_clustered(
+    clusters: list[list[int]],
+    cluster_values: FloatArray,
+    weights: IntArray,
+    lower: IntArray,
+    upper: IntArray,
+    resolution: int,
+) -> tuple[IntArray, float, FloatArray, FloatArray]:
+    """Fox over one function per cluster (`_cluster_functions`), then each cluster's weight shared evenly among its
+    members. Returns the weights, the optimum, and per member the predicted rate at the new and at the current
+    weights (its cluster's).
+    """
     index = [np.asarray(m) for m in clusters]
     current_totals = np.asarray([weights[m].sum() for m in index])
     cluster_weights, predicted = fox_minimax(
