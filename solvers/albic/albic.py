@@ -50,6 +50,7 @@ from solvers.albic.graph import (
     qualifying_pairs,
     undirected_weights,
 )
+from solvers.albic.merges import anchors, greedy_merges, target_sets
 from solvers.albic.repair import repair, start_assignment
 from solvers.instance import AssignmentInstance, FloatArray, IntArray, Plan
 from solvers.metrics import collocation_factor
@@ -61,6 +62,9 @@ NEVER = 2.0
 # Time: ALBIC attempts share this part of the call; the rest is kept for the plain MILP should none meet maxLD.
 ATTEMPT_SHARE = 0.6
 FIRST_ATTEMPT_SHARE = 0.6  # of the attempts' part, for the first attempt (usually the only one)
+# pairs="budget": merges keep every node within this share of maxLD of the mean utilization (or no further than
+# before), so that the MILP's small reserve of the budget can bring the load distance down.
+MERGE_BAND_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,8 @@ def _group(
     share: FloatArray | None,
     weights: sp.csr_matrix,
     rng_order: IntArray,
+    deadline: float = math.inf,
+    rng: np.random.Generator | None = None,
 ) -> Grouping:
     """Steps 2 and 3: partitions of collocated sets, then up to `max_pairs` merged pairs."""
     first, second, value = pairs
@@ -168,7 +174,48 @@ def _group(
 
     merged, precharge = 0, 0.0
     allowed = 1.0 - (config.balance_reserve if config.pairs == "budget" else 0.0)
-    if max_pl_units > 0 and max_pairs > 0 and len(first):
+    if config.pairs == "budget" and max_pl_units > 0 and max_pairs > 0 and len(first):
+        rng = rng or np.random.default_rng(config.seed)
+        group_load = np.bincount(group_of, weights=instance.load, minlength=n_groups).astype(np.float64)
+        target_of, n_sets = target_sets(group_of, group_load, first, second, weights, max_pl_units)
+        anchor = anchors(instance, home, target_of, n_sets, group_load, pinned_group)
+        unit_share = share if share is not None else np.zeros(instance.n_units)
+        merge = greedy_merges(
+            instance,
+            start,
+            group_of,
+            home,
+            pinned_group,
+            target_of,
+            anchor,
+            unit_share,
+            allowed,
+            max_pairs,
+            weights,
+            config.max_load_distance * MERGE_BAND_SHARE,
+            deadline,
+            rng.permutation(n_groups).astype(np.int64),
+        )
+        # Every target set that received a group becomes one unit pinned on its anchor: the groups of the set
+        # that are there now (the paper's constraint "g_i, g_j on node n", for a whole set).
+        at_anchor = (target_of >= 0) & (merge.group_home == anchor[np.maximum(target_of, 0)])
+        receiving = np.zeros(max(n_sets, 1), dtype=bool)
+        receiving[target_of[merge.moved_groups]] = True
+        joins = at_anchor & receiving[np.maximum(target_of, 0)]
+        new_group = np.arange(n_groups)
+        first_of_set = np.full(max(n_sets, 1), -1, dtype=np.int64)
+        for g in np.flatnonzero(joins).tolist():
+            t = int(target_of[g])
+            if first_of_set[t] < 0:
+                first_of_set[t] = g
+            new_group[g] = first_of_set[t]
+        group_of = new_group[group_of]
+        for t in np.flatnonzero(first_of_set >= 0).tolist():
+            g = int(first_of_set[t])
+            home[g] = anchor[t]
+            fixed[g] = True
+        merged, precharge = len(merge.moved_groups), merge.spent
+    elif max_pl_units > 0 and max_pairs > 0 and len(first):
         cost = share if share is not None else np.zeros(instance.n_units)
         node_load = np.bincount(start, weights=instance.load, minlength=instance.n_nodes).astype(np.float64)
         cap = instance.utilization_cap()
@@ -342,6 +389,7 @@ def solve_albic(
             share,
             weights,
             rng_order,
+            deadline=started + 0.5 * (attempt_end - started),
         )
         derived = derived_instance(instance, grouping, share)
         budget_s = remaining * (FIRST_ATTEMPT_SHARE if first else 0.5)
