@@ -20,6 +20,8 @@ gone. Measured on the Fig. 10 setup this stalls near 36 % collocation (docs/albi
    minus what it leaves behind, per migration of its members. Each round takes the best candidates whose source
    and target nodes no other move of the round touches (so every gain and load check of the round is exact), while
    the budget lasts and every node stays within `band` of the mean utilization (or no further from it than before).
+   Groups in no target set (no qualifying pair, e.g. full partitioning) are candidates too, toward the node they
+   exchange most traffic with, in a second phase: only what the target sets leave of the budget.
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ def greedy_merges(
     band: float,
     deadline: float,
     rng_order: IntArray,
+    free_moves: bool = True,
 ) -> MergePlan:
     """Step 3 above: rounds of node-disjoint moves of whole groups to their anchors, best collocation per migration
     first. Every round moves at least one group or ends the loop, and a group moves at most once: it ends."""
@@ -165,19 +168,38 @@ def greedy_merges(
     cols, rates = weights.indices, weights.data
     moved = np.zeros(n_groups, dtype=bool)
     spent, merged = 0.0, 0
+    # Phase 1: target sets only; phase 2 (free_moves): what the budget has left, to every group.
+    phases = [False, True] if free_moves else [False]
+    phase = 0
     while merged < max_groups and time.perf_counter() < deadline:
         goal = np.where(target_of >= 0, anchor[np.maximum(target_of, 0)], -1)
+        if phases[phase]:
+            # Groups outside every target set (no qualifying pair): toward the node they exchange most traffic with.
+            free = target_of < 0
+            goal[free] = _busiest_other_node(
+                instance, assignment, group_of, group_home, rows, cols, rates, n_groups
+            )[free]
         candidate = (goal >= 0) & (goal != group_home) & ~moved & ~group_pinned
+        # Anchors still waiting for members of their set.
+        waiting = np.zeros(instance.n_nodes, dtype=bool)
+        incomplete = (target_of >= 0) & (group_home != anchor[np.maximum(target_of, 0)]) & ~group_pinned
+        waiting[anchor[target_of[incomplete]]] = True
         if not candidate.any():
+            if phase + 1 < len(phases):
+                phase += 1
+                continue
             break
         # Gain per group: traffic of its members to the goal node minus to the other groups on its own node.
         own_group = group_of[rows]
-        to_goal = assignment[cols] == goal[own_group]
+        to_goal = (assignment[cols] == goal[own_group]) & (goal[own_group] >= 0)
         left_behind = (assignment[cols] == assignment[rows]) & (group_of[cols] != own_group)
         gain = np.bincount(own_group, weights=rates * (to_goal.astype(np.float64) - left_behind), minlength=n_groups)
         per_migration = gain / np.maximum(migrations_of, 1.0)
         picks = np.flatnonzero(candidate & (gain > TOL))
         if not len(picks):
+            if phase + 1 < len(phases):
+                phase += 1
+                continue
             break
         util = 100.0 * node_load / capacity
         # Best per migration first; ties: from the fuller node to the emptier one, then a seeded random order.
@@ -202,6 +224,8 @@ def greedy_merges(
                 continue
             if mean - after_source > max(band, mean - util[source]) + TOL:
                 continue
+            if phases[phase] and waiting[target]:
+                continue  # a free move never takes room that a target set still needs
             members = group_of == g
             assignment[members] = target
             group_home[g] = target
@@ -213,6 +237,9 @@ def greedy_merges(
             merged += 1
             took += 1
         if not took:
+            if phase + 1 < len(phases):
+                phase += 1
+                continue
             break
     return MergePlan(
         assignment=assignment,
@@ -223,3 +250,26 @@ def greedy_merges(
         spent=spent,
         migrations=int(migrations_of[moved].sum()),
     )
+
+
+def _busiest_other_node(
+    instance: AssignmentInstance,
+    assignment: IntArray,
+    group_of: IntArray,
+    group_home: IntArray,
+    rows: IntArray,
+    cols: IntArray,
+    rates: FloatArray,
+    n_groups: int,
+) -> IntArray:
+    """Per group: the staying node other than its own that its members exchange the most traffic with (-1: none)."""
+    own_group = group_of[rows]
+    node = assignment[cols]
+    elsewhere = (node != group_home[own_group]) & ~instance.draining[node]
+    per_node = sp.csr_matrix(
+        (rates[elsewhere], (own_group[elsewhere], node[elsewhere])), shape=(n_groups, instance.n_nodes)
+    )
+    per_node.sum_duplicates()
+    best = np.asarray(per_node.argmax(axis=1)).ravel().astype(np.int64)
+    has = np.asarray(per_node.max(axis=1).todense()).ravel() > 0
+    return np.where(has, best, -1)
