@@ -30,8 +30,10 @@ How the derived instance expresses it (where the paper is silent; see docs/albic
 - After expansion to key groups the plan is verified against the real instance (budget, pins, draining, caps) and
   repaired by reverting whole partitions (solvers.albic.repair); by construction this should not trigger.
 
-Beyond the paper: `pairs="budget"` merges as many of the best pairs as the budget allows (keeping `balance_reserve` of
-it for balancing), halving their number while the load distance is above maxLD before maxPL is lowered.
+Beyond the paper: `pairs="budget"` (solvers.albic.merges) moves as many groups as the budget allows (keeping
+`balance_reserve` of it for the MILP's balancing): step 2 applied to the whole qualifying graph gives target sets with
+anchor nodes, and groups move to their anchor by most collocation per migration, within half of maxLD of the mean
+utilization. While the load distance is above maxLD the number of moved groups halves before maxPL is lowered.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ class AlbicConfig:
     step_partition_load: float = 5.0  # stepPL
     score_factor: float = 1.5  # sF
     pairs: PairMode = "one"  # the paper: one pair per period
-    balance_reserve: float = 0.25  # pairs="budget": share of the budget kept for balancing
+    balance_reserve: float = 0.1  # pairs="budget": share of the budget kept for the MILP's balancing
     backend: Literal["cp-sat", "highs"] = "cp-sat"
     seed: int = 0
 
@@ -154,9 +156,9 @@ def _group(
     weights: sp.csr_matrix,
     rng_order: IntArray,
     deadline: float = math.inf,
-    rng: np.random.Generator | None = None,
 ) -> Grouping:
-    """Steps 2 and 3: partitions of collocated sets, then up to `max_pairs` merged pairs."""
+    """Steps 2 and 3: partitions of collocated sets, then up to `max_pairs` merged pairs (pairs="one": the paper's
+    step 3; pairs="budget": solvers.albic.merges, up to `max_pairs` groups moved)."""
     first, second, value = pairs
     partitions = _split_sets(instance, start, first, second, share, weights, max_pl_units)
     group_of = np.full(instance.n_units, -1, dtype=np.int64)
@@ -173,9 +175,8 @@ def _group(
     fixed = pinned_group.copy()
 
     merged, precharge = 0, 0.0
-    allowed = 1.0 - (config.balance_reserve if config.pairs == "budget" else 0.0)
+    allowed = 1.0 - (config.balance_reserve if config.pairs == "budget" else 0.0)  # budget share for the merges
     if config.pairs == "budget" and max_pl_units > 0 and max_pairs > 0 and len(first):
-        rng = rng or np.random.default_rng(config.seed)
         group_load = np.bincount(group_of, weights=instance.load, minlength=n_groups).astype(np.float64)
         target_of, n_sets = target_sets(group_of, group_load, first, second, weights, max_pl_units)
         anchor = anchors(instance, home, target_of, n_sets, group_load, pinned_group)
@@ -194,7 +195,7 @@ def _group(
             weights,
             config.max_load_distance * MERGE_BAND_SHARE,
             deadline,
-            rng.permutation(n_groups).astype(np.int64),
+            np.random.default_rng(config.seed).permutation(n_groups).astype(np.int64),
         )
         # Every target set that received a group becomes one unit pinned on its anchor: the groups of the set
         # that are there now (the paper's constraint "g_i, g_j on node n", for a whole set).
@@ -228,42 +229,36 @@ def _group(
         apart = start[first] != start[second]
         # Step 3 candidates: toBeColGrps by traffic, ties in a seeded random order (the paper: "random ... with max value").
         order = rng_order[np.argsort(-value[rng_order], kind="stable")]
-        # pairs="budget": a first pass takes only merges that migrate one key group (most collocation per migration),
-        # a second pass the rest; the paper's one pair: a single pass, the best pair that can be brought together.
-        for single_moves_only in (True, False) if config.pairs == "budget" else (False,):
-            for pair in order[apart[order]].tolist():
-                gi, gj = int(group_of[first[pair]]), int(group_of[second[pair]])
-                if gi == gj:
-                    continue
-                target = _target(instance, node_load, home, multi, pinned_group, gi, gj)
-                if target is None:
-                    continue
-                mi = members_of.get(gi, np.array([first[pair]]))
-                mj = members_of.get(gj, np.array([second[pair]]))
-                members = np.concatenate([mi, mj])
-                incoming = members[start[members] != target]
-                if single_moves_only and len(incoming) > 1:
-                    continue
-                extra = float(cost[incoming].sum())
-                arriving = float(instance.load[incoming].sum())
-                if precharge + extra > allowed + 1e-12:
-                    continue
-                if 100.0 * (node_load[target] + arriving) / instance.capacity[target] > cap * (1 + 1e-12):
-                    continue
-                np.subtract.at(node_load, start[incoming], instance.load[incoming])
-                node_load[target] += arriving
-                start = start.copy()
-                start[incoming] = target  # the members now count as being on the target (for later pairs)
-                group_of[mj] = gi
-                members_of[gi] = members
-                members_of.pop(gj, None)
-                home[gi] = target
-                multi[gi] = fixed[gi] = True
-                pinned_group[gi] |= pinned_group[gj]
-                precharge += extra
-                merged += 1
-                if merged >= max_pairs:
-                    break
+        # The paper's one pair: the best pair that can be brought together (the next best if it cannot).
+        for pair in order[apart[order]].tolist():
+            gi, gj = int(group_of[first[pair]]), int(group_of[second[pair]])
+            if gi == gj:
+                continue
+            target = _target(instance, node_load, home, multi, pinned_group, gi, gj)
+            if target is None:
+                continue
+            mi = members_of.get(gi, np.array([first[pair]]))
+            mj = members_of.get(gj, np.array([second[pair]]))
+            members = np.concatenate([mi, mj])
+            incoming = members[start[members] != target]
+            extra = float(cost[incoming].sum())
+            arriving = float(instance.load[incoming].sum())
+            if precharge + extra > allowed + 1e-12:
+                continue
+            if 100.0 * (node_load[target] + arriving) / instance.capacity[target] > cap * (1 + 1e-12):
+                continue
+            np.subtract.at(node_load, start[incoming], instance.load[incoming])
+            node_load[target] += arriving
+            start = start.copy()
+            start[incoming] = target  # the members now count as being on the target (for later pairs)
+            group_of[mj] = gi
+            members_of[gi] = members
+            members_of.pop(gj, None)
+            home[gi] = target
+            multi[gi] = fixed[gi] = True
+            pinned_group[gi] |= pinned_group[gj]
+            precharge += extra
+            merged += 1
             if merged >= max_pairs:
                 break
     # Renumber groups densely (merged pairs leave gaps).
