@@ -199,7 +199,8 @@ def _group(
         )
         # Every target set that received a group becomes one unit pinned on its anchor: the groups of the set
         # that are there now (the paper's constraint "g_i, g_j on node n", for a whole set).
-        at_anchor = (target_of >= 0) & (merge.group_home == anchor[np.maximum(target_of, 0)])
+        set_anchor = np.concatenate([anchor, [-1]])[target_of]  # per group, -1 outside every target set
+        at_anchor = (set_anchor >= 0) & (merge.group_home == set_anchor)
         receiving = np.zeros(max(n_sets, 1), dtype=bool)
         receiving[target_of[merge.moved_groups]] = True
         joins = at_anchor & receiving[np.maximum(target_of, 0)]

@@ -119,8 +119,10 @@ def anchors(
     if has_forced.any():
         score[has_forced] = np.where(eligible[None, :] == forced[has_forced, None], big, -big)
     slots = max(1, math.ceil(n_sets / max(len(eligible), 1)))
-    anchor = np.empty(n_sets, dtype=np.int64)
-    if n_sets <= ASSIGNMENT_MAX_SETS:
+    anchor = np.full(n_sets, -1, dtype=np.int64)  # -1: no node may receive the set
+    if not len(eligible) or not n_sets:
+        pass
+    elif n_sets <= ASSIGNMENT_MAX_SETS:
         rows, cols = linear_sum_assignment(-np.repeat(score, slots, axis=1))
         anchor[rows] = eligible[cols // slots]
     else:
@@ -171,8 +173,9 @@ def greedy_merges(
     # Phase 1: target sets only; phase 2 (free_moves): what the budget has left, to every group.
     phases = [False, True] if free_moves else [False]
     phase = 0
+    set_anchor = np.concatenate([anchor, [-1]])[target_of]  # per group; target_of -1 picks the -1 at the end
     while merged < max_groups and time.perf_counter() < deadline:
-        goal = np.where(target_of >= 0, anchor[np.maximum(target_of, 0)], -1)
+        goal = set_anchor.copy()
         if phases[phase]:
             # Groups outside every target set (no qualifying pair): toward the node they exchange most traffic with.
             free = target_of < 0
@@ -182,8 +185,8 @@ def greedy_merges(
         candidate = (goal >= 0) & (goal != group_home) & ~moved & ~group_pinned
         # Anchors still waiting for members of their set.
         waiting = np.zeros(instance.n_nodes, dtype=bool)
-        incomplete = (target_of >= 0) & (group_home != anchor[np.maximum(target_of, 0)]) & ~group_pinned
-        waiting[anchor[target_of[incomplete]]] = True
+        incomplete = (set_anchor >= 0) & (group_home != set_anchor) & ~group_pinned
+        waiting[set_anchor[incomplete]] = True
         if not candidate.any():
             if phase + 1 < len(phases):
                 phase += 1
