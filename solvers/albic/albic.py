@@ -216,8 +216,8 @@ def _group(
             g = int(first_of_set[t])
             home[g] = anchor[t]
             fixed[g] = True
-        for g in merge.moved_groups[target_of[merge.moved_groups] < 0].tolist():
-            home[g] = merge.group_home[g]  # a free move: pinned where it went (its cost is precharged)
+        for g in merge.moved_groups[~joins[merge.moved_groups]].tolist():
+            home[g] = merge.group_home[g]  # a free or swapped move: pinned where it went (its cost is precharged)
             fixed[g] = True
         merged, precharge = len(merge.moved_groups), merge.spent
     elif max_pl_units > 0 and max_pairs > 0 and len(first):

@@ -20,7 +20,8 @@ gone. Measured on the Fig. 10 setup this stalls near 36 % collocation (docs/albi
    minus what it leaves behind, per migration of its members. Each round takes the best candidates whose source
    and target nodes no other move of the round touches (so every gain and load check of the round is exact), while
    the budget lasts and every node stays within `band` of the mean utilization (or no further from it than before).
-   Groups in no target set (no qualifying pair, e.g. full partitioning) are candidates too, toward the node they
+   When the band blocks every best move, a swap with a resident of its anchor that is not waited for there (2
+   migrations, positive exact gain of the pair) leaves the loads nearly as they are. Groups in no target set (no qualifying pair, e.g. full partitioning) are candidates too, toward the node they
    exchange most traffic with, in a second phase: only what the target sets leave of the budget.
 """
 
@@ -174,6 +175,77 @@ def greedy_merges(
     phases = [False, True] if free_moves else [False]
     phase = 0
     set_anchor = np.concatenate([anchor, [-1]])[target_of]  # per group; target_of -1 picks the -1 at the end
+    by_group = np.argsort(group_of, kind="stable")
+    group_start = np.concatenate([[0], np.cumsum(np.bincount(group_of, minlength=n_groups))])
+
+    def members_of(g: int) -> IntArray:
+        return by_group[group_start[g] : group_start[g + 1]]
+
+    def collocation_delta(units: IntArray, nodes: IntArray) -> float:
+        """Exact change of the collocated traffic if `units` moved to `nodes` (edges between two of them once)."""
+        after = assignment.copy()
+        after[units] = nodes
+        moving = np.zeros(instance.n_units, dtype=bool)
+        moving[units] = True
+        total = 0.0
+        for u in units.tolist():
+            nbr = cols[weights.indptr[u] : weights.indptr[u + 1]]
+            w = rates[weights.indptr[u] : weights.indptr[u + 1]]
+            change = (after[nbr] == after[u]).astype(np.float64) - (assignment[nbr] == assignment[u])
+            total += float(np.sum(w * change * np.where(moving[nbr], 0.5, 1.0)))
+        return total
+
+    def within_band(node: int, change: float) -> bool:
+        before = 100.0 * node_load[node] / capacity[node]
+        after = before + 100.0 * change / capacity[node]
+        return (
+            after <= cap * (1 + TOL) or change <= 0
+        ) and abs(after - mean) <= max(band, abs(before - mean)) + TOL
+
+    def move(g: int, target: int) -> None:
+        nonlocal spent, merged
+        members = members_of(g)
+        source = int(group_home[g])
+        assignment[members] = target
+        group_home[g] = target
+        node_load[source] -= group_load[g]
+        node_load[target] += group_load[g]
+        moved[g] = True
+        spent += group_cost[g]
+        merged += 1
+
+    def swap_round(order: IntArray, goal: IntArray, touched: np.ndarray) -> int:
+        took = 0
+        for g in order.tolist():
+            if merged + 2 > max_groups:
+                break
+            source, target = int(group_home[g]), int(goal[g])
+            if touched[source] or touched[target] or instance.draining[target]:
+                continue
+            residents = np.flatnonzero(
+                (group_home == target) & ~moved & ~group_pinned & (set_anchor != target) & (migrations_of <= 1)
+            )
+            residents = residents[residents != g]
+            best: tuple[float, int] | None = None
+            for r in residents.tolist():
+                if spent + group_cost[g] + group_cost[r] > allowed + TOL:
+                    continue
+                change = group_load[g] - group_load[r]
+                if not (within_band(target, change) and within_band(source, -change)):
+                    continue
+                units = np.concatenate([members_of(g), members_of(r)])
+                nodes = np.concatenate([np.full(len(members_of(g)), target), np.full(len(members_of(r)), source)])
+                value = collocation_delta(units, nodes)
+                if value > TOL and (best is None or value > best[0]):
+                    best = (value, r)
+            if best is None:
+                continue
+            move(g, target)
+            move(best[1], source)
+            touched[source] = touched[target] = True
+            took += 2
+        return took
+
     while merged < max_groups and time.perf_counter() < deadline:
         goal = set_anchor.copy()
         if phases[phase]:
@@ -229,16 +301,13 @@ def greedy_merges(
                 continue
             if phases[phase] and waiting[target]:
                 continue  # a free move never takes room that a target set still needs
-            members = group_of == g
-            assignment[members] = target
-            group_home[g] = target
-            node_load[source] -= delta
-            node_load[target] += delta
+            move(g, target)
             touched[source] = touched[target] = True
-            moved[g] = True
-            spent += group_cost[g]
-            merged += 1
             took += 1
+        if not took and not phases[phase]:
+            # Every best move is blocked by the band: swap it with a resident of its anchor that is not waited for
+            # there (2 migrations, the pair's exact gain must be positive).
+            took = swap_round(order, goal, touched)
         if not took:
             if phase + 1 < len(phases):
                 phase += 1
