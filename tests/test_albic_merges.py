@@ -21,13 +21,21 @@ from solvers.metrics import collocation_factor
 from tests.test_albic import instance
 
 
-def chain_instance(n_nodes: int, length: int, placement: list[int], pinned: list[int] | None = None) -> AssignmentInstance:
+def chain_instance(
+    n_nodes: int, length: int, placement: list[int], pinned: list[int] | None = None
+) -> AssignmentInstance:
     """One chain g0 -> g1 -> ... (one key group per operator, rate 10, load 5), placed as given."""
     traffic = [(k, k + 1, 10.0) for k in range(length - 1)]
     pin = np.zeros(length, dtype=bool)
     pin[pinned or []] = True
     return instance(
-        placement, [5.0] * length, [f"op{k}" for k in range(length)], traffic, n_nodes, pinned=pin, max_migrations=50
+        placement,
+        [5.0] * length,
+        [f"op{k}" for k in range(length)],
+        traffic,
+        n_nodes,
+        pinned=pin,
+        max_migrations=50,
     )
 
 
@@ -55,8 +63,20 @@ def merge(inst: AssignmentInstance, max_pl: float, budget: int, band: float = 50
     anchor = anchors(inst, home, target_of, n_sets, load, pinned)
     share = np.full(inst.n_units, 1.0 / budget)
     plan = greedy_merges(
-        inst, inst.current, group_of, home, pinned, target_of, anchor, share, 1.0, len(home), weights, band,
-        math.inf, np.arange(len(home)),
+        inst,
+        inst.current,
+        group_of,
+        home,
+        pinned,
+        target_of,
+        anchor,
+        share,
+        1.0,
+        len(home),
+        weights,
+        band,
+        math.inf,
+        np.arange(len(home)),
     )
     return plan, group_of, target_of, anchor
 

@@ -175,7 +175,9 @@ def _group(
     fixed = pinned_group.copy()
 
     merged, precharge = 0, 0.0
-    allowed = 1.0 - (config.balance_reserve if config.pairs == "budget" else 0.0)  # budget share for the merges
+    allowed = 1.0 - (
+        config.balance_reserve if config.pairs == "budget" else 0.0
+    )  # budget share for the merges
     if config.pairs == "budget" and max_pl_units > 0 and max_pairs > 0 and len(first):
         group_load = np.bincount(group_of, weights=instance.load, minlength=n_groups).astype(np.float64)
         target_of, n_sets = target_sets(group_of, group_load, first, second, weights, max_pl_units)
@@ -217,7 +219,9 @@ def _group(
             home[g] = anchor[t]
             fixed[g] = True
         for g in merge.moved_groups[~joins[merge.moved_groups]].tolist():
-            home[g] = merge.group_home[g]  # a free or swapped move: pinned where it went (its cost is precharged)
+            home[g] = merge.group_home[
+                g
+            ]  # a free or swapped move: pinned where it went (its cost is precharged)
             fixed[g] = True
         merged, precharge = len(merge.moved_groups), merge.spent
     elif max_pl_units > 0 and max_pairs > 0 and len(first):

@@ -43,8 +43,11 @@ from solvers.instance import AssignmentInstance, FloatArray, IntArray
 # without slack a set at maxPL would flip between one and two target sets, and its anchor with it).
 TARGET_SLACK = 0.1
 # Above this many target sets the anchors are picked greedily (largest overlap first) instead of by the linear
-# assignment (cubic in the number of sets).
-ASSIGNMENT_MAX_SETS = 1_500
+# assignment (cubic in the number of sets; 500 sets take about 0.05 s).
+ASSIGNMENT_MAX_SETS = 500
+SWAP_RESIDENTS = (
+    32  # residents of an anchor tried per blocked move (in the seeded order): bounds a swap round
+)
 TOL = 1e-9
 
 
@@ -91,7 +94,11 @@ def target_sets(
     n_sets = 0
     for c in np.flatnonzero(sizes > 1).tolist():
         members = order[bounds[c] : bounds[c + 1]].astype(np.int64)
-        k = 1 if max_pl_units <= 0 else max(1, math.ceil(comp_load[c] / (max_pl_units * (1 + TARGET_SLACK)) - TOL))
+        k = (
+            1
+            if max_pl_units <= 0
+            else max(1, math.ceil(comp_load[c] / (max_pl_units * (1 + TARGET_SLACK)) - TOL))
+        )
         for part in partition_graph(members, group_weights, group_load[members], min(k, len(members))):
             target_of[part] = n_sets
             n_sets += 1
@@ -113,7 +120,9 @@ def anchors(
     np.add.at(overlap, (target_of[in_set], home[in_set]), group_load[in_set])
     forced = np.full(n_sets, -1, dtype=np.int64)
     pinned_in = in_set & group_pinned
-    forced[target_of[pinned_in]] = home[pinned_in]  # a pinned member decides (the last one if several disagree)
+    forced[target_of[pinned_in]] = home[
+        pinned_in
+    ]  # a pinned member decides (the last one if several disagree)
     big = float(group_load.sum()) + 1.0
     score = overlap[:, eligible].copy()
     has_forced = forced >= 0
@@ -198,9 +207,9 @@ def greedy_merges(
     def within_band(node: int, change: float) -> bool:
         before = 100.0 * node_load[node] / capacity[node]
         after = before + 100.0 * change / capacity[node]
-        return (
-            after <= cap * (1 + TOL) or change <= 0
-        ) and abs(after - mean) <= max(band, abs(before - mean)) + TOL
+        return (after <= cap * (1 + TOL) or change <= 0) and abs(after - mean) <= max(
+            band, abs(before - mean)
+        ) + TOL
 
     def move(g: int, target: int) -> None:
         nonlocal spent, merged
@@ -217,15 +226,20 @@ def greedy_merges(
     def swap_round(order: IntArray, goal: IntArray, touched: np.ndarray) -> int:
         took = 0
         for g in order.tolist():
-            if merged + 2 > max_groups:
+            if merged + 2 > max_groups or time.perf_counter() > deadline:
                 break
             source, target = int(group_home[g]), int(goal[g])
             if touched[source] or touched[target] or instance.draining[target]:
                 continue
             residents = np.flatnonzero(
-                (group_home == target) & ~moved & ~group_pinned & (set_anchor != target) & (migrations_of <= 1)
+                (group_home == target)
+                & ~moved
+                & ~group_pinned
+                & (set_anchor != target)
+                & (migrations_of <= 1)
             )
             residents = residents[residents != g]
+            residents = residents[np.argsort(rng_order[residents], kind="stable")][:SWAP_RESIDENTS]
             best: tuple[float, int] | None = None
             for r in residents.tolist():
                 if spent + group_cost[g] + group_cost[r] > allowed + TOL:
@@ -234,7 +248,9 @@ def greedy_merges(
                 if not (within_band(target, change) and within_band(source, -change)):
                     continue
                 units = np.concatenate([members_of(g), members_of(r)])
-                nodes = np.concatenate([np.full(len(members_of(g)), target), np.full(len(members_of(r)), source)])
+                nodes = np.concatenate(
+                    [np.full(len(members_of(g)), target), np.full(len(members_of(r)), source)]
+                )
                 value = collocation_delta(units, nodes)
                 if value > TOL and (best is None or value > best[0]):
                     best = (value, r)
@@ -268,7 +284,9 @@ def greedy_merges(
         own_group = group_of[rows]
         to_goal = (assignment[cols] == goal[own_group]) & (goal[own_group] >= 0)
         left_behind = (assignment[cols] == assignment[rows]) & (group_of[cols] != own_group)
-        gain = np.bincount(own_group, weights=rates * (to_goal.astype(np.float64) - left_behind), minlength=n_groups)
+        gain = np.bincount(
+            own_group, weights=rates * (to_goal.astype(np.float64) - left_behind), minlength=n_groups
+        )
         per_migration = gain / np.maximum(migrations_of, 1.0)
         picks = np.flatnonzero(candidate & (gain > TOL))
         if not len(picks):
