@@ -35,7 +35,7 @@ def load_average() -> str:
 def _summary(name: str, trace: Trace) -> str:
     one = 100 * trace.collocation_one_to_one[-1]
     return (
-        f"{name:20s} {100 * trace.collocation[-1]:8.1f} {one:6.1f} {100 * trace.collocation[-1] - one:6.1f} "
+        f"{name:20s} {100 * trace.collocation[-1]:8.1f} {one:6.1f} {max(0.0, 100 * trace.collocation[-1] - one):6.1f} "
         f"{np.mean(trace.load_distance):8.2f} {max(trace.load_distance):8.2f} {np.mean(trace.migrations):8.1f} "
         f"{sum(trace.migrations):8d} {max(trace.seconds):7.2f}"
     )
