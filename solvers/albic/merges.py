@@ -17,12 +17,14 @@ gone. Measured on the Fig. 10 setup this stalls near 36 % collocation (docs/albi
    load on a few nodes. A pinned member decides the anchor; a draining node is never one.
 3. Greedy merges in rounds: every group away from its set's anchor is a candidate to move there; its gain is the
    collocated traffic it brings (all traffic, not only qualifying pairs: the collocation factor counts all of it)
-   minus what it leaves behind, per migration of its members. Each round takes the best candidates whose source
-   and target nodes no other move of the round touches (so every gain and load check of the round is exact), while
-   the budget lasts and every node stays within `band` of the mean utilization (or no further from it than before).
-   When the band blocks every best move, a swap with a resident of its anchor that is not waited for there (2
-   migrations, positive exact gain of the pair) leaves the loads nearly as they are. Groups in no target set (no qualifying pair, e.g. full partitioning) are candidates too, toward the node they
-   exchange most traffic with, in a second phase: only what the target sets leave of the budget.
+   minus what it leaves behind, per unit of the budget its members spend. Each round takes the best candidates
+   whose source and target nodes no other move of the round touches (so every gain and load check of the round is
+   exact), while the budget lasts and every node stays within `band` of the mean utilization (or no further from it
+   than before). When the band blocks every best move, a swap with a resident of its anchor that is not waited for
+   there (2 migrations, positive exact gain of the pair) leaves the loads nearly as they are.
+4. Free moves: once no target set has a candidate left, groups in no target set (no qualifying pair, e.g. full
+   partitioning) move toward the node they exchange most traffic with, never onto an anchor still waiting for
+   members, with what the target sets left of the budget.
 """
 
 from __future__ import annotations
@@ -176,6 +178,7 @@ def greedy_merges(
     group_load = np.bincount(group_of, weights=load, minlength=n_groups).astype(np.float64)
     group_cost = np.bincount(group_of, weights=unit_share, minlength=n_groups).astype(np.float64)
     migrations_of = np.bincount(group_of, weights=(start >= 0).astype(np.float64), minlength=n_groups)
+    budgeted = bool(np.any(unit_share > 0))
     rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
     cols, rates = weights.indices, weights.data
     moved = np.zeros(n_groups, dtype=bool)
@@ -287,7 +290,8 @@ def greedy_merges(
         gain = np.bincount(
             own_group, weights=rates * (to_goal.astype(np.float64) - left_behind), minlength=n_groups
         )
-        per_migration = gain / np.maximum(migrations_of, 1.0)
+        # Per unit of the budget it spends (its members' shares; without a budget, per migration).
+        per_migration = gain / (np.maximum(group_cost, TOL) if budgeted else np.maximum(migrations_of, 1.0))
         picks = np.flatnonzero(candidate & (gain > TOL))
         if not len(picks):
             if phase + 1 < len(phases):
