@@ -260,7 +260,10 @@ class AlbicParams(StrictModel):
         "same from one period to the next.",
     )
     balance_reserve: float = Field(
-        default=0.1, ge=0.0, le=1.0, description="pairs=budget: share of the budget kept for the MILP's balancing."
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="pairs=budget: share of the budget kept for the MILP's balancing.",
     )
     backend: Literal["cp-sat", "highs"] = "cp-sat"
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Breaks ties between equally good pairs.")
