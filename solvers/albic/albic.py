@@ -175,9 +175,11 @@ def _group(
     fixed = pinned_group.copy()
 
     merged, precharge = 0, 0.0
-    allowed = 1.0 - (
-        config.balance_reserve if config.pairs == "budget" else 0.0
-    )  # budget share for the merges
+    # Budget share for the merges: pairs="budget" keeps balance_reserve for the MILP only when balancing is needed,
+    # i.e. some node is already further than the merges' band from the mean (the merges never push one there).
+    band = config.max_load_distance * MERGE_BAND_SHARE
+    needs_balance = config.pairs == "budget" and instance.load_distance(start) > band
+    allowed = 1.0 - (config.balance_reserve if needs_balance else 0.0)
     if config.pairs == "budget" and max_pl_units > 0 and max_pairs > 0 and len(first):
         group_load = np.bincount(group_of, weights=instance.load, minlength=n_groups).astype(np.float64)
         target_of, n_sets = target_sets(group_of, group_load, first, second, weights, max_pl_units)
@@ -195,7 +197,7 @@ def _group(
             allowed,
             max_pairs,
             weights,
-            config.max_load_distance * MERGE_BAND_SHARE,
+            band,
             deadline,
             np.random.default_rng(config.seed).permutation(n_groups).astype(np.int64),
         )
