@@ -263,7 +263,8 @@ class AlbicParams(StrictModel):
         default=0.1,
         ge=0.0,
         le=1.0,
-        description="pairs=budget: share of the budget kept for the MILP's balancing.",
+        description="pairs=budget: share of the budget kept for the MILP's balancing when a node is already further "
+        "than maxLD / 2 from the mean utilization.",
     )
     backend: Literal["cp-sat", "highs"] = "cp-sat"
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Breaks ties between equally good pairs.")
