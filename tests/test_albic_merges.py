@@ -152,3 +152,14 @@ def test_budget_mode_when_every_qualifying_pair_is_already_inside_a_partition() 
     inst = instance([0, 0, 1, 1], [5.0] * 4, ["A", "B"] * 2, traffic, 2)
     plan = solve_albic(inst, AlbicConfig(pairs="budget"), 0.5)
     assert collocation_factor(inst, plan.assignment) == pytest.approx(1.0)
+
+
+def test_a_swap_collocates_two_pairs_when_the_band_blocks_every_single_move() -> None:
+    # Pairs (g0, g1) and (g2, g3), each split over the two nodes; equal loads and a band of 0: no single move fits,
+    # exchanging g1 and g3 (or g0 and g2) collocates both pairs and leaves the loads as they are.
+    traffic = [(0, 1, 10.0), (2, 3, 10.0)]
+    inst = instance([0, 1, 1, 0], [5.0] * 4, ["A", "B"] * 2, traffic, 2)
+    plan, *_ = merge(inst, max_pl=25.0, budget=4, band=0.0)
+    assert plan.migrations == 2
+    assert collocation_factor(inst, plan.assignment) == pytest.approx(1.0)
+    assert inst.load_distance(plan.assignment) == pytest.approx(0.0)
