@@ -255,11 +255,16 @@ class AlbicParams(StrictModel):
     )
     pairs: Literal["one", "budget"] = Field(
         default="one",
-        description="one: the paper's one new pair per period; budget: as many of the best pairs as the migration "
-        "budget (less balance_reserve) and maxLD allow.",
+        description="one: the paper's one new pair per period; budget: as many merges as the migration budget (less "
+        "balance_reserve) and maxLD allow, most collocation per migration first, toward target sets that stay the "
+        "same from one period to the next.",
     )
     balance_reserve: float = Field(
-        default=0.25, ge=0.0, le=1.0, description="pairs=budget: share of the budget kept for balancing."
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="pairs=budget: share of the budget kept for the MILP's balancing when a node is already further "
+        "than maxLD / 2 from the mean utilization.",
     )
     backend: Literal["cp-sat", "highs"] = "cp-sat"
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Breaks ties between equally good pairs.")

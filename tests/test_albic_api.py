@@ -53,6 +53,7 @@ def snapshots_with_traffic(draw: st.DrawFn) -> Body:
     [
         {"name": "albic"},
         {"name": "albic", "pairs": "budget", "balance_reserve": 0.0},
+        {"name": "albic", "pairs": "budget", "max_load_distance": 2.0},
         {"name": "albic", "max_load_distance": 0.5, "step_partition_load": 10},
         {"name": "albic", "target_nodes": 2},
         {"name": "albic", "target_utilization": [5, 20]},
@@ -61,6 +62,7 @@ def snapshots_with_traffic(draw: st.DrawFn) -> Body:
     ids=[
         "albic",
         "albic-pairs-budget",
+        "albic-pairs-budget-tight-maxld",
         "albic-tight-maxld",
         "albic-target-nodes",
         "albic-target-util",

@@ -30,8 +30,10 @@ How the derived instance expresses it (where the paper is silent; see docs/albic
 - After expansion to key groups the plan is verified against the real instance (budget, pins, draining, caps) and
   repaired by reverting whole partitions (solvers.albic.repair); by construction this should not trigger.
 
-Beyond the paper: `pairs="budget"` merges as many of the best pairs as the budget allows (keeping `balance_reserve` of
-it for balancing), halving their number while the load distance is above maxLD before maxPL is lowered.
+Beyond the paper: `pairs="budget"` (solvers.albic.merges) moves as many groups as the budget allows (keeping
+`balance_reserve` of it for the MILP's balancing): step 2 applied to the whole qualifying graph gives target sets with
+anchor nodes, and groups move to their anchor by most collocation per migration, within half of maxLD of the mean
+utilization. While the load distance is above maxLD the number of moved groups halves before maxPL is lowered.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from solvers.albic.graph import (
     qualifying_pairs,
     undirected_weights,
 )
+from solvers.albic.merges import anchors, greedy_merges, target_sets
 from solvers.albic.repair import repair, start_assignment
 from solvers.instance import AssignmentInstance, FloatArray, IntArray, Plan
 from solvers.metrics import collocation_factor
@@ -61,6 +64,9 @@ NEVER = 2.0
 # Time: ALBIC attempts share this part of the call; the rest is kept for the plain MILP should none meet maxLD.
 ATTEMPT_SHARE = 0.6
 FIRST_ATTEMPT_SHARE = 0.6  # of the attempts' part, for the first attempt (usually the only one)
+# pairs="budget": merges keep every node within this share of maxLD of the mean utilization (or no further than
+# before), so that the MILP's small reserve of the budget can bring the load distance down.
+MERGE_BAND_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ class AlbicConfig:
     step_partition_load: float = 5.0  # stepPL
     score_factor: float = 1.5  # sF
     pairs: PairMode = "one"  # the paper: one pair per period
-    balance_reserve: float = 0.25  # pairs="budget": share of the budget kept for balancing
+    balance_reserve: float = 0.1  # pairs="budget": share of the budget kept for the MILP's balancing
     backend: Literal["cp-sat", "highs"] = "cp-sat"
     seed: int = 0
 
@@ -149,8 +155,10 @@ def _group(
     share: FloatArray | None,
     weights: sp.csr_matrix,
     rng_order: IntArray,
+    deadline: float = math.inf,
 ) -> Grouping:
-    """Steps 2 and 3: partitions of collocated sets, then up to `max_pairs` merged pairs."""
+    """Steps 2 and 3: partitions of collocated sets, then up to `max_pairs` merged pairs (pairs="one": the paper's
+    step 3; pairs="budget": solvers.albic.merges, up to `max_pairs` groups moved)."""
     first, second, value = pairs
     partitions = _split_sets(instance, start, first, second, share, weights, max_pl_units)
     group_of = np.full(instance.n_units, -1, dtype=np.int64)
@@ -167,8 +175,58 @@ def _group(
     fixed = pinned_group.copy()
 
     merged, precharge = 0, 0.0
-    allowed = 1.0 - (config.balance_reserve if config.pairs == "budget" else 0.0)
-    if max_pl_units > 0 and max_pairs > 0 and len(first):
+    # Budget share for the merges: pairs="budget" keeps balance_reserve for the MILP only when balancing is needed,
+    # i.e. some node is already further than the merges' band from the mean (the merges never push one there).
+    band = config.max_load_distance * MERGE_BAND_SHARE
+    needs_balance = config.pairs == "budget" and instance.load_distance(start) > band
+    allowed = 1.0 - (config.balance_reserve if needs_balance else 0.0)
+    if config.pairs == "budget" and max_pl_units > 0 and max_pairs > 0 and len(first):
+        group_load = np.bincount(group_of, weights=instance.load, minlength=n_groups).astype(np.float64)
+        target_of, n_sets = target_sets(group_of, group_load, first, second, weights, max_pl_units)
+        anchor = anchors(instance, home, target_of, n_sets, group_load, pinned_group)
+        unit_share = share if share is not None else np.zeros(instance.n_units)
+        merge = greedy_merges(
+            instance,
+            start,
+            group_of,
+            home,
+            pinned_group,
+            target_of,
+            anchor,
+            unit_share,
+            allowed,
+            max_pairs,
+            weights,
+            band,
+            deadline,
+            np.random.default_rng(config.seed).permutation(n_groups).astype(np.int64),
+        )
+        # Every target set that received a group becomes one unit pinned on its anchor: the groups of the set
+        # that are there now (the paper's constraint "g_i, g_j on node n", for a whole set).
+        set_anchor = np.concatenate([anchor, [-1]])[target_of]  # per group, -1 outside every target set
+        at_anchor = (set_anchor >= 0) & (merge.group_home == set_anchor)
+        receiving = np.zeros(max(n_sets, 1), dtype=bool)
+        receiving[target_of[merge.moved_groups]] = True
+        joins = at_anchor & receiving[np.maximum(target_of, 0)]
+        new_group = np.arange(n_groups)
+        first_of_set = np.full(max(n_sets, 1), -1, dtype=np.int64)
+        for g in np.flatnonzero(joins).tolist():
+            t = int(target_of[g])
+            if first_of_set[t] < 0:
+                first_of_set[t] = g
+            new_group[g] = first_of_set[t]
+        group_of = new_group[group_of]
+        for t in np.flatnonzero(first_of_set >= 0).tolist():
+            g = int(first_of_set[t])
+            home[g] = anchor[t]
+            fixed[g] = True
+        for g in merge.moved_groups[~joins[merge.moved_groups]].tolist():
+            home[g] = merge.group_home[
+                g
+            ]  # a free or swapped move: pinned where it went (its cost is precharged)
+            fixed[g] = True
+        merged, precharge = len(merge.moved_groups), merge.spent
+    elif max_pl_units > 0 and max_pairs > 0 and len(first):
         cost = share if share is not None else np.zeros(instance.n_units)
         node_load = np.bincount(start, weights=instance.load, minlength=instance.n_nodes).astype(np.float64)
         cap = instance.utilization_cap()
@@ -178,42 +236,36 @@ def _group(
         apart = start[first] != start[second]
         # Step 3 candidates: toBeColGrps by traffic, ties in a seeded random order (the paper: "random ... with max value").
         order = rng_order[np.argsort(-value[rng_order], kind="stable")]
-        # pairs="budget": a first pass takes only merges that migrate one key group (most collocation per migration),
-        # a second pass the rest; the paper's one pair: a single pass, the best pair that can be brought together.
-        for single_moves_only in (True, False) if config.pairs == "budget" else (False,):
-            for pair in order[apart[order]].tolist():
-                gi, gj = int(group_of[first[pair]]), int(group_of[second[pair]])
-                if gi == gj:
-                    continue
-                target = _target(instance, node_load, home, multi, pinned_group, gi, gj)
-                if target is None:
-                    continue
-                mi = members_of.get(gi, np.array([first[pair]]))
-                mj = members_of.get(gj, np.array([second[pair]]))
-                members = np.concatenate([mi, mj])
-                incoming = members[start[members] != target]
-                if single_moves_only and len(incoming) > 1:
-                    continue
-                extra = float(cost[incoming].sum())
-                arriving = float(instance.load[incoming].sum())
-                if precharge + extra > allowed + 1e-12:
-                    continue
-                if 100.0 * (node_load[target] + arriving) / instance.capacity[target] > cap * (1 + 1e-12):
-                    continue
-                np.subtract.at(node_load, start[incoming], instance.load[incoming])
-                node_load[target] += arriving
-                start = start.copy()
-                start[incoming] = target  # the members now count as being on the target (for later pairs)
-                group_of[mj] = gi
-                members_of[gi] = members
-                members_of.pop(gj, None)
-                home[gi] = target
-                multi[gi] = fixed[gi] = True
-                pinned_group[gi] |= pinned_group[gj]
-                precharge += extra
-                merged += 1
-                if merged >= max_pairs:
-                    break
+        # The paper's one pair: the best pair that can be brought together (the next best if it cannot).
+        for pair in order[apart[order]].tolist():
+            gi, gj = int(group_of[first[pair]]), int(group_of[second[pair]])
+            if gi == gj:
+                continue
+            target = _target(instance, node_load, home, multi, pinned_group, gi, gj)
+            if target is None:
+                continue
+            mi = members_of.get(gi, np.array([first[pair]]))
+            mj = members_of.get(gj, np.array([second[pair]]))
+            members = np.concatenate([mi, mj])
+            incoming = members[start[members] != target]
+            extra = float(cost[incoming].sum())
+            arriving = float(instance.load[incoming].sum())
+            if precharge + extra > allowed + 1e-12:
+                continue
+            if 100.0 * (node_load[target] + arriving) / instance.capacity[target] > cap * (1 + 1e-12):
+                continue
+            np.subtract.at(node_load, start[incoming], instance.load[incoming])
+            node_load[target] += arriving
+            start = start.copy()
+            start[incoming] = target  # the members now count as being on the target (for later pairs)
+            group_of[mj] = gi
+            members_of[gi] = members
+            members_of.pop(gj, None)
+            home[gi] = target
+            multi[gi] = fixed[gi] = True
+            pinned_group[gi] |= pinned_group[gj]
+            precharge += extra
+            merged += 1
             if merged >= max_pairs:
                 break
     # Renumber groups densely (merged pairs leave gaps).
@@ -342,6 +394,7 @@ def solve_albic(
             share,
             weights,
             rng_order,
+            deadline=started + 0.5 * (attempt_end - started),
         )
         derived = derived_instance(instance, grouping, share)
         budget_s = remaining * (FIRST_ATTEMPT_SHARE if first else 0.5)
