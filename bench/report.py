@@ -1,0 +1,229 @@
+"""Turn one run of the benchmarks (bench/run_all.py) into a Markdown report with its plots.
+
+The report states what it measured: the commit, the machine, the settings of every benchmark, its wall time and the
+load average around it. Per family: the headline rows (the paper's figure, ours, the baselines' measured in the same
+run, the target), the family's tables, its plots, and the benchmarks' printed output (collapsed).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.results import FAMILIES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Captions of the plots the benchmarks write to bench/out/ (file stem -> caption); others get their stem.
+CAPTIONS: dict[str, str] = {
+    "albic_fig10": "ALBIC vs COLA vs plain MILP: collocation factor and migrations against the share of 1-1 "
+    "communication (Madsen Fig. 10)",
+    "albic_fig11": "Collocation and load distance against cluster size (Madsen Fig. 11)",
+    "albic_periods": "Collocation factor and load distance over adaptation periods",
+    "albic_fig5": "Scale-in: integrated vs scale-in first, then balance (Madsen Fig. 5)",
+    "spark_main_job": "Spark main job: partition loads under hash partitioning and under trimtab's plans, per window",
+    "stateful_fig2_clb_imbalance": "CLB imbalance per window on S1/S2 (Guo & Zhou Fig. 2)",
+    "stateful_fig3_imbalance": "var(L_t) per window: ELB/CLB vs PKG and universal hashing (Guo & Zhou Fig. 3)",
+    "stateful_fig4_state_moved": "State moved per rebalance (Guo & Zhou Fig. 4)",
+    "fig8_load09_over_time": "Correlation placement: latency ratio over time at load 0.9 (Xing Fig. 8)",
+    "milp_load_distance": "Load distance by migration budget: MILP vs Flux vs HiGHS vs the proven bound (Madsen Figs. 2-4)",
+    "milp_skew": "Real-skew family: load distance at 1 s and 5 s against the best known plan and the bound",
+}
+
+
+@dataclass
+class Run:
+    quick: bool
+    wall_s: float
+    outcomes: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    commit: str = field(default_factory=lambda: _git("rev-parse", "--short=12", "HEAD"))
+    dirty: bool = field(default_factory=lambda: bool(_git("status", "--porcelain", "--untracked-files=no")))
+    when: str = field(
+        default_factory=lambda: datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    )
+
+
+def _git(*args: str) -> str:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10, check=False
+        )
+    except OSError:
+        return ""
+    return out.stdout.strip()
+
+
+def fmt(value: Any, unit: str = "") -> str:
+    """A cell: numbers to 3-4 significant digits, None as a dash, the unit appended."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        text = f"{value:,}"
+    elif isinstance(value, float):
+        magnitude = abs(value)
+        if magnitude >= 1000:
+            text = f"{value:,.0f}"
+        elif magnitude >= 100:
+            text = f"{value:.1f}"
+        elif magnitude >= 1 or magnitude == 0:
+            text = f"{value:.2f}"
+        else:
+            text = f"{value:.3g}"
+    else:
+        text = str(value)
+    if unit and isinstance(value, (int, float)):
+        text += unit if unit in ("%", "x") else f" {unit}"
+    return text.replace("|", "\\|")
+
+
+def _met(ok: Any) -> str:
+    return {True: "met", False: "**missed**"}.get(ok, "-")
+
+
+def headline_rows(records: list[dict[str, Any]]) -> list[str]:
+    lines = ["| metric | paper | trimtab | baselines (same run) | target | |", "|---|---|---|---|---|---|"]
+    for r in records:
+        unit = r.get("unit", "")
+        baselines = ", ".join(f"{k} {fmt(v, unit)}" for k, v in (r.get("baselines") or {}).items()) or "-"
+        name = r["name"] + (f" <br><sub>{r['note']}</sub>" if r.get("note") else "")
+        paper = r.get("paper")
+        lines.append(
+            f"| {name} | {fmt(paper, unit if isinstance(paper, (int, float)) else '')} | **{fmt(r['ours'], unit)}** "
+            f"| {baselines} | {fmt(r.get('target'))} | {_met(r.get('ok'))} |"
+        )
+    return lines
+
+
+def table_lines(t: dict[str, Any]) -> list[str]:
+    lines = [
+        f"**{t['title']}**",
+        "",
+        "| " + " | ".join(t["columns"]) + " |",
+        "|" + "---|" * len(t["columns"]),
+    ]
+    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in t["rows"]]
+    if t.get("note"):
+        lines += ["", t["note"]]
+    return lines
+
+
+def _copy_plot(source: Path, img_dir: Path) -> str:
+    """Copy a plot next to the report under a `bench_` prefix (the docs pages own their own names in docs/img/)."""
+    img_dir.mkdir(parents=True, exist_ok=True)
+    target = img_dir / f"bench_{source.name}"
+    shutil.copyfile(source, target)
+    return f"{img_dir.name}/{target.name}"
+
+
+def render(run: Run, report_path: Path) -> str:
+    img_dir = report_path.parent / "img"
+    outcomes = run.outcomes
+    loads = [o["load_before"] for o in outcomes] + [o["load_after"] for o in outcomes]
+    failed = [o["module"] for o in outcomes if o["code"]]
+    lines = [
+        "# trimtab benchmarks",
+        "",
+        "Generated by `make bench` (`python -m bench.run_all`"
+        + (" --quick" if run.quick else "")
+        + ") from one run: every number below was measured in that run, baselines beside trimtab on the same "
+        "instances. Do not edit by hand: re-run `make bench`.",
+        "",
+        f"- commit `{run.commit or 'unknown'}`{' (with uncommitted changes)' if run.dirty else ''}, {run.when}",
+        f"- machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
+        "shared with other jobs, so the load average is given per benchmark",
+        f"- whole run: {run.wall_s / 60:.1f} min ({'quick settings' if run.quick else 'full settings'}); "
+        f"load average (1 min) {min(loads, default=0):.2f} to {max(loads, default=0):.2f} on 2 cores",
+        f"- benchmarks: {len(outcomes)} run, {len(failed)} failed"
+        + (f" ({', '.join(failed)})" if failed else ""),
+        "",
+        "Paper figures are typed in from the papers (figure or table named in each row) and were measured on the",
+        "authors' hardware and simulators; ours are from this machine. Where trimtab misses a target, the row says",
+        "**missed** and the family's section says why.",
+        "",
+        "## Summary",
+        "",
+    ]
+    by_family: dict[str, list[dict[str, Any]]] = {}
+    for r in run.records:
+        by_family.setdefault(r["family"], []).append(r)
+    summary = [r for r in run.records if r["kind"] == "record" and r.get("target")]
+    lines += ["| family | metric | paper | trimtab | target | |", "|---|---|---|---|---|---|"]
+    for r in summary:
+        unit = r.get("unit", "")
+        paper = r.get("paper")
+        lines.append(
+            f"| [{r['family']}](#{r['family']}) | {r['name']} | "
+            f"{fmt(paper, unit if isinstance(paper, (int, float)) else '')} | {fmt(r['ours'], unit)} "
+            f"| {fmt(r['target'])} | {_met(r.get('ok'))} |"
+        )
+    for family, title in FAMILIES.items():
+        records = by_family.get(family, [])
+        ran = [o for o in outcomes if o["family"] == family]
+        lines += ["", f'<a id="{family}"></a>', "", f"## {title}", ""]
+        if not ran:
+            lines += ["_Not run in this run._"]
+            continue
+        lines.append("Setup:")
+        lines.append("")
+        for s in (r for r in records if r["kind"] == "setup"):
+            lines.append(f"- {s['text']}")
+        for o in ran:
+            status = (
+                "timed out"
+                if o.get("timed_out")
+                else ("ok" if o["code"] == 0 else f"**failed (exit {o['code']})**")
+            )
+            command = " ".join(["python -m", o["module"], *o["args"]])
+            lines.append(
+                f"- `{command}`: {status}, {o['wall_s']:.0f} s, "
+                f"load average {o['load_before']:.2f} -> {o['load_after']:.2f}"
+            )
+        lines.append("")
+        heads = [r for r in records if r["kind"] == "record"]
+        if heads:
+            lines += [*headline_rows(heads), ""]
+        for t in (r for r in records if r["kind"] == "table"):
+            lines += [*table_lines(t), ""]
+        captions = {Path(r["path"]).name: r["caption"] for r in records if r["kind"] == "image"}
+        plots: list[Path] = []
+        for r in records:
+            if r["kind"] == "image" and Path(r["path"]).is_file() and Path(r["path"]) not in plots:
+                plots.append(Path(r["path"]))
+        for o in ran:
+            plots += [Path(p) for p in o["plots"] if Path(p) not in plots and Path(p).is_file()]
+        for plot in plots:
+            caption = captions.get(plot.name) or CAPTIONS.get(plot.stem, plot.stem.replace("_", " "))
+            lines += [f"![{caption}]({_copy_plot(plot, img_dir)})", "", f"_{caption}_", ""]
+        for o in ran:
+            output = o["log"].strip() or "(no output)"
+            lines += [
+                f"<details><summary>output of {o['module']}</summary>",
+                "",
+                "```",
+                output[-20000:],
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def missing_families(run: Run) -> list[str]:
+    """Families with no headline row in this run: a benchmark that stopped recording is as bad as one that failed."""
+    present = {r["family"] for r in run.records if r["kind"] == "record"}
+    return [f for f in FAMILIES if f not in present]
+
+
+def write(run: Run, report_path: Path) -> None:
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(render(run, report_path), encoding="utf-8")
