@@ -30,12 +30,13 @@ def main() -> int:
     parser.add_argument(
         "--max-windows", type=int, help="stop after this many windows (default: the whole year)"
     )
-    parser.add_argument("--quick", action="store_true", help="smoke run for make bench-quick: 4 windows")
+    parser.add_argument("--quick", action="store_true", help="smoke run for make bench-quick: 3 windows")
     args = parser.parse_args()
     if args.quick:
-        args.max_windows = 4
+        args.max_windows = 3  # the first plan is applied from the third window on
     if find_java() is None:
         print("skipped: no Java (Spark runs on the JVM)")
+        results.record("spark", "main job: skipped", "no Java (Spark runs on the JVM)")
         return 0
     started = time.perf_counter()
     with uvicorn_server("127.0.0.1", free_port("127.0.0.1"), startup_timeout_s=180.0) as url:
@@ -76,7 +77,7 @@ def main() -> int:
         unit="x",
         baselines={"hash partitioning": f"{hash_mean:.1f} %", "trimtab": f"{trimtab_mean:.1f} %"},
         target=f"<= {MAX_DISTANCE_RATIO}",
-        ok=ratio <= MAX_DISTANCE_RATIO,
+        ok=ratio <= MAX_DISTANCE_RATIO if args.max_windows is None else None,
         note=f"{migrations} key-group migrations in all; no paper figure (our job)",
     )
     results.record(
@@ -93,7 +94,9 @@ def main() -> int:
         wall,
         unit="s",
         target=f"about {WALL_TARGET_S:.0f} s",
-        ok=wall <= WALL_TARGET_S * 1.2 if args.max_windows is None else None,
+        ok=wall <= WALL_TARGET_S * 1.2
+        if args.max_windows is None
+        else None,  # a shortened job proves nothing
     )
     results.table(
         "spark",

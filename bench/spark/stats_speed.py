@@ -30,9 +30,13 @@ def main() -> int:
     parser.add_argument("--groups", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1,000,000 rows, once")
     args = parser.parse_args()
+    if args.quick:
+        args.rows, args.repeats = 1_000_000, 1
     if find_java() is None:
         print("skipped: no Java (Spark runs on the JVM)")
+        results.record("spark", "window statistics: skipped", "no Java (Spark runs on the JVM)")
         return 0
     spark = spark_session(args.master, partitions=8, app_name="trimtab-bench-stats")
     with tempfile.TemporaryDirectory() as folder:
