@@ -77,7 +77,7 @@ def main() -> int:
         unit="x",
         baselines={"hash partitioning": f"{hash_mean:.1f} %", "trimtab": f"{trimtab_mean:.1f} %"},
         target=f"<= {MAX_DISTANCE_RATIO}",
-        ok=ratio <= MAX_DISTANCE_RATIO if args.max_windows is None else None,
+        ok=ratio <= MAX_DISTANCE_RATIO if args.max_windows is None or args.max_windows >= 8 else None,
         note=f"{migrations} key-group migrations in all; no paper figure (our job)",
     )
     results.record(
