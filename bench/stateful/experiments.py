@@ -211,7 +211,7 @@ def save_plots(
     x = np.arange(len(names))
     right.bar(x - 0.2, 100 * np.array(ours), 0.4, label="ours")
     right.bar(x + 0.2, 100 * np.array(paper), 0.4, label="paper (Twitter)")
-    right.set_xticks(x, names, rotation=20)
+    right.set_xticks(x, names, rotation=30, ha="right")
     right.set(ylabel="mean state moved per window (%)", title="Fig. 4 (right): averages")
     right.legend()
     paths.append(OUT / "stateful_fig4_state_moved.png")
