@@ -185,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     if chosen and (unknown := chosen - {b.module for b in BENCHMARKS}):
         parser.error(f"unknown modules: {', '.join(sorted(unknown))}")
     console = Console(stderr=True)
+    measured = report.Run(
+        quick=args.quick, wall_s=0.0, outcomes=[], records=[]
+    )  # the commit and time at the start
     outcomes: list[Outcome] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="trimtab-bench-") as scratch:
@@ -218,7 +221,15 @@ def main(argv: list[str] | None = None) -> int:
         records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     total = time.perf_counter() - started
     failed = [o.module for o in outcomes if o.code]
-    run = report.Run(quick=args.quick, wall_s=total, outcomes=[o.__dict__ for o in outcomes], records=records)
+    run = report.Run(
+        quick=args.quick,
+        wall_s=total,
+        outcomes=[o.__dict__ for o in outcomes],
+        records=records,
+        commit=measured.commit,
+        dirty=measured.dirty,
+        when=measured.when,
+    )
     if not args.no_report:
         report.write(run, args.report)
         console.print(f"report: {args.report} ({total:.0f} s)")
