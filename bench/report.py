@@ -68,7 +68,11 @@ WHY: dict[str, str] = {
     "micro-batches, not by trimtab. `--quick` stops after 3 windows, so its ratio is not the target's.",
     "reliability": "Throughput: each plan crosses a process boundary (the solver worker that enforces the deadline) "
     "and computes statistics and the independent validator, which on 10 x 100 snapshots cost more than the solver "
-    "(docs/reliability.md has the profile). The bare endpoint only parses.",
+    "(docs/reliability.md has the profile); the bare endpoint only parses. The ratio depends on the machine's load: "
+    "under contention trimtab's worker processes get a larger share of the cores, which flatters it (a quiet run "
+    "in docs/reliability.md measured flux at 0.35 of bare). Deadlines: at the largest bodies (17 MiB) parsing and "
+    "validation alone take seconds on loaded cores; the wall counts them, so a loaded run can exceed "
+    "time_limit_s + 1 s.",
 }
 
 
