@@ -121,10 +121,10 @@ def record_results(bare: LoadResult, servers: dict[str, LoadResult], args: argpa
             ratio,
             unit="x",
             baselines={
-                "bare req/s": round(bare.rate),
-                "ours req/s": round(result.rate),
-                "p99 / bare p99": round(result.percentile(0.99) / bare.percentile(0.99), 2),
-                "5xx": errors,
+                "bare FastAPI": f"{bare.rate:.0f} req/s",
+                "trimtab": f"{result.rate:.0f} req/s",
+                "p99 / bare p99": f"{result.percentile(0.99) / bare.percentile(0.99):.2f}",
+                "5xx": str(errors),
             },
             target=f">= {targets.get(name, 0.0)}"
             + (", p99 <= 1.5x bare, no 503" if name == "trimtab flux" else ""),
