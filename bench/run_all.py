@@ -71,7 +71,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "bench.correlation.limits", "correlation", (), ("--sizes", "100x1000x200", "--limits", "0.1"), 60, 5
     ),
-    Benchmark("bench.spark.main_job", "spark", ("--max-windows", "12"), ("--quick",), 150, 60),
+    Benchmark("bench.spark.main_job", "spark", (), ("--quick",), 150, 60),
     Benchmark("bench.spark.stats_speed", "spark", ("--repeats", "1"), ("--quick",), 60, 25),
     Benchmark(
         "bench.reliability.throughput", "reliability", (), ("--rounds", "1", "--duration", "2"), 80, 20
