@@ -84,7 +84,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         110,
         20,
     ),
-    Benchmark("bench.reliability.fuzz", "reliability", ("--examples", "2000"), ("--examples", "200"), 90, 15),
+    Benchmark(
+        "bench.reliability.fuzz",
+        "reliability",
+        ("--examples", "2000"),
+        ("--examples", "200", "--derandomize"),
+        90,
+        15,
+    ),
 )
 
 
