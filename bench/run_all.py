@@ -7,7 +7,7 @@ through `bench/results.py` becomes the tables of the report; its printed output 
 PNGs a benchmark writes to bench/out/ during its run are copied next to the report (docs/img/ for docs/benchmarks.md).
 The load average is sampled before and after every benchmark: the machine may be shared.
 
---quick runs reduced settings (about a minute on 2 cores); the full run fits 20 minutes on 2 cores. A benchmark that
+--quick runs reduced settings (2-5 minutes on the shared 2 cores); the full run 10-16 minutes. A benchmark that
 fails or overruns its time cap is reported as failed and the exit code is 1 (the report is written anyway).
 """
 
@@ -177,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="reduced settings (about a minute)")
+    parser.add_argument(
+        "--quick", action="store_true", help="reduced settings (a smoke run of a few minutes)"
+    )
     parser.add_argument(
         "--only", help="comma-separated module names to run (the report then says what is missing)"
     )
