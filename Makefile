@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DEMO_PORT ?= 0
 
-.PHONY: run demo serve test lint bench openapi clean client e2e
+.PHONY: run demo serve test lint bench bench-quick openapi clean client e2e
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,9 +61,13 @@ e2e: $(STAMP)
 	command -v prometheus >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }
 	TRIMTAB_E2E_PROMETHEUS=1 timeout 300 $(BIN)/python -m pytest -q tests/test_prometheus_e2e.py
 
-## bench: the benchmarks that hold the speed and quality targets (tables printed, see README)
+## bench: every benchmark in one run (about 20 minutes on 2 cores); writes docs/benchmarks.md and docs/img/bench_*.png
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
+
+## bench-quick: every benchmark at reduced settings (a smoke run); the report goes to bench/out/quick/benchmarks.md
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench.run_all --quick --report bench/out/quick/benchmarks.md
 
 ## openapi: regenerate schemas/openapi.json from the pydantic models
 openapi: $(STAMP)

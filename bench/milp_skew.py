@@ -33,6 +33,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xxhash
@@ -180,14 +181,18 @@ def main() -> None:
     header = f"{'instance':<34}{'before':>7}{'bound':>7}{'flux':>7}{'llf':>7}{'flux+ls':>8}"
     header += "".join(f"{f'milp {t:g}s':>9}{'wall':>6}" for t in times) + f"{'best':>7}  status"
     print(header)
+    summary: list[list[Any]] = []
     for name, make in family().items():
         if args.only and args.only not in name:
             continue
         inst = make()
-        line = f"{name:<34}{inst.load_distance(inst.current):>7.3f}{load_distance_lower_bound(inst):>7.3f}"
-        line += f"{inst.load_distance(flux(inst).assignment):>7.3f}"
-        line += f"{inst.load_distance(largest_load_first(inst).assignment):>7.3f}"
-        line += f"{inst.load_distance(flux_plus_descent(inst)):>8.3f}"
+        row: list[Any] = [name, inst.load_distance(inst.current), load_distance_lower_bound(inst)]
+        row += [
+            inst.load_distance(flux(inst).assignment),
+            inst.load_distance(largest_load_first(inst).assignment),
+        ]
+        row += [inst.load_distance(flux_plus_descent(inst))]
+        line = f"{name:<34}{row[1]:>7.3f}{row[2]:>7.3f}{row[3]:>7.3f}{row[4]:>7.3f}{row[5]:>8.3f}"
         statuses = []
         for t in times:
             t0 = time.perf_counter()
@@ -195,10 +200,46 @@ def main() -> None:
             wall = time.perf_counter() - t0
             assert inst.within_budget(plan.assignment)
             line += f"{inst.load_distance(plan.assignment):>9.3f}{wall:>6.2f}"
+            row += [inst.load_distance(plan.assignment), wall]
             statuses.append(plan.status)
         known = best_known.get(name, {}).get("load_distance")
         line += f"{known if known is not None else float('nan'):>7.3f}  {'/'.join(statuses)}"
         print(line, flush=True)
+        summary.append([*row, known, "/".join(statuses)])
+    record_results(summary, times)
+
+
+def record_results(summary: list[list[Any]], times: list[float]) -> None:
+    """The report's rows (bench/results.py; a no-op outside `make bench`)."""
+    from bench import results
+
+    columns = ["instance", "before", "bound", "flux", "llf", "flux+ls"]
+    columns += [c for t in times for c in (f"milp {t:g}s", "wall s")] + ["best known", "status"]
+    results.setup("milp", f"real-skew family (bench/milp_skew.py), solve_milp at time_limit_s {times}")
+    results.table(
+        "milp",
+        "Real skew: load distance (points) against the best known plan and the bound",
+        columns,
+        summary,
+    )
+
+    def close(value: float, best: float | None) -> bool:
+        return best is not None and value <= max(best * 1.1, best + 0.05)
+
+    for i, t in enumerate(times):
+        ours = sum(close(r[6 + 2 * i], r[-2]) for r in summary)
+        results.record(
+            "milp",
+            f"real skew: instances within 10 % (or 0.05 points) of the best known plan, milp at {t:g} s",
+            f"{ours} of {len(summary)}",
+            baselines={
+                name: f"{sum(close(r[col], r[-2]) for r in summary)} of {len(summary)}"
+                for name, col in (("flux", 3), ("largest-load-first", 4), ("flux+descent 5 s", 5))
+            },
+            target=f"{len(summary)} of {len(summary)}",
+            ok=ours == len(summary),
+            note="issue 10; no paper figure (the family is ours)",
+        )
 
 
 def with_budget(instance: AssignmentInstance, **changes: object) -> AssignmentInstance:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import results
 from solvers.correlation import solve_global, solve_pairwise
 from solvers.correlation.solve import MAX_NODES, MAX_SERIES_CELLS, MAX_UNITS
 from solvers.instance import AssignmentInstance
@@ -75,6 +76,7 @@ def main() -> None:
     )
     header = f"{'algorithm':<34}{'size':>18}{'limit s':>9}{'body MiB':>10}{'HTTP s':>9}{'solver s':>10}{'status':>8}"
     print(header + f"{'peak RSS MiB':>14}")
+    rows: list[list[Any]] = []
     with TestClient(create_app(Settings())) as client:
         for size in args.sizes.split(","):
             n, units, windows = (int(x) for x in size.split("x"))
@@ -101,11 +103,30 @@ def main() -> None:
                         solve_pairwise(inst, variant="improved-two-way", time_limit_s=limit)
                     solver_s = time.perf_counter() - started
                     name = algorithm["name"] + ("/" + algorithm["variant"] if "variant" in algorithm else "")
+                    rows.append(
+                        [name, size, limit, len(raw) / 2**20, solver_s, http_s if args.http else None]
+                    )
                     print(
                         f"{name:<34}{size:>18}{limit:>9.1f}{len(raw) / 2**20:>10.1f}{http_s:>9.2f}"
                         f"{solver_s:>10.2f}{status:>8}{peak_rss_mib():>14.0f}"
                     )
     print(f"load average after: {os.getloadavg()[0]:.1f}")
+    results.table(
+        "correlation",
+        "Deadlines at the largest accepted sizes (nodes x units x windows): wall against time_limit_s",
+        ["algorithm", "size", "time_limit_s", "body MiB", "solver s", "HTTP s"],
+        rows,
+    )
+    over = max(r[4] - r[2] for r in rows)
+    results.record(
+        "correlation",
+        "largest sizes: worst solver wall over time_limit_s",
+        over,
+        unit="s",
+        target="<= 1 s",
+        ok=over <= 1.0,
+        note=f"sizes {args.sizes}, limits {args.limits}; issue 9",
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -130,6 +131,7 @@ def main() -> None:
         "| peak memory MiB | cap MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows: list[list[object]] = []  # for the report (record_results)
     with serve("trimtab") as (url, process):
         for shape in args.shapes.split(","):
             for algorithm in algorithms:
@@ -140,12 +142,44 @@ def main() -> None:
                 mib = len(body) / 2**20
                 cap = 30 * mib + 300
                 within = "yes" if wall <= args.time_limit + 1.0 else "NO"
+                rows.append([algorithm, shape, mib, wall, status, peak / 2**20, cap])
                 print(
                     f"| {algorithm} | {shape} | {mib:.0f} | {wall:.2f} | {args.time_limit + 1:g} | {within} | "
                     f"{status} | {short} | {phases} | {peak / 2**20:.0f} | {cap:.0f} |",
                     flush=True,
                 )
     print(f"load average after {os.getloadavg()[0]:.1f}")
+    record_results(rows, args.time_limit)
+
+
+def record_results(rows: list[list[Any]], time_limit: float) -> None:
+    """The report's rows (bench/results.py; a no-op outside `make bench`)."""
+    from bench import results
+
+    results.table(
+        "reliability",
+        f"Largest requests: wall and peak memory per request (time_limit_s {time_limit:g})",
+        ["algorithm", "shape", "body MiB", "wall s", "status", "peak MiB", "memory cap MiB"],
+        rows,
+    )
+    if rows:
+        worst = max(rows, key=lambda r: r[3] - time_limit)
+        results.record(
+            "reliability",
+            "largest requests: worst wall over time_limit_s",
+            worst[3] - time_limit,
+            unit="s",
+            target="<= 1 s",
+            ok=all(r[3] <= time_limit + 1.0 for r in rows),
+            note=f"{worst[0]}, {worst[1]}; {len(rows)} requests; issue 9",
+        )
+        results.record(
+            "reliability",
+            "largest requests: requests within the memory cap (30 x body + 300 MiB)",
+            f"{sum(r[5] <= r[6] for r in rows)} of {len(rows)}",
+            target=f"{len(rows)} of {len(rows)}",
+            ok=all(r[5] <= r[6] for r in rows),
+        )
 
 
 if __name__ == "__main__":

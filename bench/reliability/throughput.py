@@ -123,6 +123,41 @@ def main() -> None:
     print(row("bare FastAPI", bare, None, (cpu["bare FastAPI"][0], cpu["bare FastAPI"][1])))
     for name in list(cases)[1:]:
         print(row(name, merged(results[name]), bare, (cpu[name][0], cpu[name][1])))
+    record_results(bare, {name: merged(results[name]) for name in list(cases)[1:]}, args)
+
+
+def record_results(bare: LoadResult, servers: dict[str, LoadResult], args: argparse.Namespace) -> None:
+    """The report's rows (bench/results.py; a no-op outside `make bench`)."""
+    from bench import results as bench_results
+
+    bench_results.setup(
+        "reliability",
+        f"throughput: 10 nodes x 100 units snapshots, {args.rounds} rounds x {args.duration:g} s per server, "
+        "2 load workers, concurrency 16, servers alternating",
+    )
+    targets = {"trimtab flux": 0.85, "trimtab milp (time_limit_s 0.2)": 0.3}
+    for name, result in servers.items():
+        ratio = result.rate / bare.rate
+        errors = sum(v for k, v in result.statuses.items() if k >= 500)
+        ok = ratio >= targets.get(name, 0.0)
+        if name == "trimtab flux":
+            ok = ok and errors == 0 and result.percentile(0.99) <= 1.5 * bare.percentile(0.99)
+        bench_results.record(
+            "reliability",
+            f"{name}: throughput / bare FastAPI's",
+            ratio,
+            unit="x",
+            baselines={
+                "bare FastAPI": f"{bare.rate:.0f} req/s",
+                "trimtab": f"{result.rate:.0f} req/s",
+                "p99 / bare p99": f"{result.percentile(0.99) / bare.percentile(0.99):.2f}",
+                "5xx": str(errors),
+            },
+            target=f">= {targets.get(name, 0.0)}"
+            + (", p99 <= 1.5x bare, no 503" if name == "trimtab flux" else ""),
+            ok=ok,
+            note="issue 9",
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from bench import results
 from solvers.instance import AssignmentInstance, FloatArray, IntArray
 from solvers.stateful import clb
 from solvers.stateful.variance_search import summed_variance
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--time-limit", type=float, default=0.5)
     args = parser.parse_args(argv)
+    rows = []
     print(f"{'snapshot':<15}{'variant':<10}{'above':>7}{'F after/before':>16}{'state moved':>13}")
     worst_improved = 0.0
     for kind in ("balanced", "random", "constant", "near-constant", "heterogeneous"):
@@ -84,11 +86,29 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 if variant == "improved":
                     worst_improved = max(worst_improved, ratio)
+            rows.append(
+                [kind, variant, f"{above}/{args.seeds}", float(np.median(ratios)), 100 * np.median(moved)]
+            )
             print(
                 f"{kind:<15}{variant:<10}{above:>4}/{args.seeds:<2}{np.median(ratios):>16.4g}"
                 f"{np.median(moved):>13.1%}"
             )
     print(f"improved: worst F after / F before over all snapshots {worst_improved:.4g} (target <= 1)")
+    results.record(
+        "stateful",
+        "CLB improved: worst objective after / before over all snapshots",
+        worst_improved,
+        unit="x",
+        target="<= 1",
+        ok=worst_improved <= 1.0,
+        note=f"5 kinds x {args.seeds} seeds, time_limit_s {args.time_limit}; issue 11",
+    )
+    results.table(
+        "stateful",
+        "CLB: the objective F = sum_t var(L_t) after the plan, against the current placement's",
+        ["snapshot", "variant", "above current", "median F after / before", "median state moved %"],
+        rows,
+    )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 

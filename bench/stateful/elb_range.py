@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from bench import results as bench_results
 from bench.stateful.streams import drifting_zipf_stream, flights_stream
 from solvers.instance import AssignmentInstance, FloatArray, IntArray
 from solvers.stateful import elb
@@ -126,6 +127,28 @@ def run(name: str, histograms: FloatArray, n: int, tolerance: float) -> None:
         )
     print(
         f"{'from scratch':<14}{scratch_inside_count:>6}/{windows:<3}{'':>14}{scratch_state:>13.4g}{1.0:>11.3f}"
+    )
+    improved = tallies["improved"]
+    in_range_share = 100 * improved.reachable_inside / max(reachable, 1)
+    state_share = improved.state / max(scratch_state, 1e-300)
+    bench_results.record(
+        "stateful",
+        f"{name}: ELB plans inside [v, u] where reachable",
+        in_range_share,
+        unit="%",
+        baselines={"ELB paper": 100 * tallies["paper"].reachable_inside / max(reachable, 1)},
+        target=">= 95 %",
+        ok=in_range_share >= 95.0,
+        note=f"{windows} windows, n = {n}, tolerance {tolerance:g}; issue 11",
+    )
+    bench_results.record(
+        "stateful",
+        f"{name}: state moved by ELB / from-scratch rebalancing",
+        state_share,
+        unit="x",
+        baselines={"ELB paper": tallies["paper"].state / max(scratch_state, 1e-300)},
+        target="<= 0.25",
+        ok=state_share <= 0.25,
     )
 
 

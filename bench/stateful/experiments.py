@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import results as results_mod
 from bench.stateful.replay import Post, Run, http_planner, in_process_planner, replay_pkg, replay_plans
 from bench.stateful.streams import Stream, all_streams
 
@@ -210,13 +211,100 @@ def save_plots(
     x = np.arange(len(names))
     right.bar(x - 0.2, 100 * np.array(ours), 0.4, label="ours")
     right.bar(x + 0.2, 100 * np.array(paper), 0.4, label="paper (Twitter)")
-    right.set_xticks(x, names, rotation=20)
+    right.set_xticks(x, names, rotation=30, ha="right")
     right.set(ylabel="mean state moved per window (%)", title="Fig. 4 (right): averages")
     right.legend()
     paths.append(OUT / "stateful_fig4_state_moved.png")
     fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
     plt.close(fig)
     return paths
+
+
+def record_results(
+    results: dict[tuple[str, int], dict[str, Run]], streams: list[Stream], ns: list[int], tolerance: float
+) -> None:
+    """The report's rows: Table 1 as ratios to universal hashing (the paper's absolute numbers are for its Twitter
+    stream, ours for S1, S2 and the flights; ratios to the same-run baseline are what compares), Fig. 4's shares."""
+    paper_uh = PAPER_TABLE1["universal-hash"][0]
+    results_mod.setup(
+        "stateful",
+        f"replay of S1, S2 (Guo & Zhou 5) and flights (NYC 2013, real) over 120 windows, n = {ns}; ELB every window "
+        f"(range mean x (1 -/+ {tolerance:g})), CLB every {CLB_PERIOD} windows; the service in-process",
+    )
+    rows = []
+    for stream in streams:
+        for n in ns:
+            r = results[(stream.name, n)]
+            base = stats(r["universal-hash"])[0]
+            rows.append(
+                [stream.name, n, *(stats(r[a])[0] / base for a in ORDER[:-1])]
+                + [r[a].moved_amortized * 100 for a in ("elb-paper", "elb", "pkg", "universal-hash")]
+                + [r["clb-paper"].moved_per_rebalance * 100, r["clb"].moved_per_rebalance * 100]
+            )
+    rows.append(
+        [
+            "paper (Twitter)",
+            10,
+            PAPER_TABLE1["clb"][0] / paper_uh,
+            None,
+            PAPER_TABLE1["elb"][0] / paper_uh,
+            None,
+            PAPER_TABLE1["pkg"][0] / paper_uh,
+            PAPER_FIG4["elb"] * 100,
+            None,
+            PAPER_FIG4["pkg"] * 100,
+            PAPER_FIG4["universal-hash"] * 100,
+            PAPER_FIG4["clb-per-rebalance"] * 100,
+            None,
+        ]
+    )
+    results_mod.table(
+        "stateful",
+        "Table 1 (mean var(L_t) / universal hashing's, lower is better) and Fig. 4 (% of state moved per window)",
+        [
+            "stream",
+            "n",
+            *(f"{LABEL[a]} var" for a in ORDER[:-1]),
+            "ELBp moved %",
+            "ELB moved %",
+            "PKG moved %",
+            "UHLB moved %",
+            "CLBp moved %/reb",
+            "CLB moved %/reb",
+        ],
+        rows,
+        note="p = the paper's variant, without p = trimtab's improved default; UHLB = universal hashing.",
+    )
+    n = 10 if 10 in ns else ns[0]
+    for stream in streams:
+        r = results[(stream.name, n)]
+        base = stats(r["universal-hash"])[0]
+        results_mod.record(
+            "stateful",
+            f"{stream.name}, n = {n}: mean var(L_t) of ELB / universal hashing's",
+            stats(r["elb"])[0] / base,
+            unit="x",
+            paper=round(PAPER_TABLE1["elb"][0] / paper_uh, 2),
+            baselines={
+                "ELB paper": stats(r["elb-paper"])[0] / base,
+                "CLB": stats(r["clb"])[0] / base,
+                "PKG": stats(r["pkg"])[0] / base,
+            },
+            note="Table 1 (Twitter, n = 10)",
+        )
+        results_mod.record(
+            "stateful",
+            f"{stream.name}, n = {n}: state moved per window by ELB",
+            100 * r["elb"].moved_amortized,
+            unit="%",
+            paper=100 * PAPER_FIG4["elb"],
+            baselines={
+                "ELB paper": 100 * r["elb-paper"].moved_amortized,
+                "PKG": 100 * r["pkg"].moved_amortized,
+                "universal hashing": 100 * r["universal-hash"].moved_amortized,
+            },
+            note="Fig. 4",
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -226,10 +314,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--url", help="base URL of a running trimtab (default: the app in-process)")
     parser.add_argument("--tolerance", type=float, default=0.2, help="ELB range: mean x (1 -/+ tolerance)")
     parser.add_argument("--n", type=int, nargs="+", default=[5, 10, 15])
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: the flights stream, n = 10, no Fig. 2"
+    )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.n = [10]
     post = http_planner(args.url) if args.url else in_process_planner()
     started = time.perf_counter()
-    streams = all_streams()
+    streams = [s for s in all_streams() if not args.quick or s.name == "flights"]
     for stream in streams:
         y = stream.histograms
         print(
@@ -245,6 +338,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     print_table1(results, streams, args.n)
     print_fig4(results, streams, args.n)
+    record_results(results, streams, args.n, args.tolerance)
+    if args.quick:
+        print(f"\nquick: {time.perf_counter() - started:.0f} s wall, load average {os.getloadavg()[0]:.1f}")
+        return
     fig2_runs = fig2(post, {s.name: s for s in streams})
     if 10 in args.n:
         for path in save_plots(results, fig2_runs, "flights"):

@@ -12,6 +12,7 @@ a base URL is given. PKG is not a placement and is replayed by `solvers.stateful
 
 from __future__ import annotations
 
+import atexit
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,12 @@ def in_process_planner() -> Post:
     from service.main import create_app
     from service.settings import Settings
 
+    # Entered once and kept open: a TestClient used without its context runs every request in a new portal thread,
+    # and the service's solver workers (forked from that thread, PR_SET_PDEATHSIG) die when the thread ends, so the
+    # next request finds a dead worker (a 500 or 503, seen here). One portal for the whole replay, closed at exit.
     client = TestClient(create_app(Settings()))
+    client.__enter__()
+    atexit.register(client.__exit__, None, None, None)
     return _poster(client)
 
 
