@@ -21,15 +21,17 @@ class AlbicParams:
 
         Attributes:
             backend (AlbicParamsBackend | Unset):  Default: AlbicParamsBackend.CP_SAT.
-            balance_reserve (float | Unset): pairs=budget: share of the budget kept for balancing. Default: 0.25.
+            balance_reserve (float | Unset): pairs=budget: share of the budget kept for the MILP's balancing when a node is
+                already further than maxLD / 2 from the mean utilization. Default: 0.1.
             max_load_distance (float | Unset): maxLD: while the plan is above it, partitions get smaller (10). Default:
                 10.0.
             max_partition_load (float | Unset): maxPL: largest partition load, in percent of the mean staying node capacity
                 (25); 0 = the plain MILP. Default: 25.0.
             name (Literal['albic'] | Unset):  Default: 'albic'.
             new_node_capacity (float | None | Unset): Capacity of nodes a scale-out adds; default the mean staying capacity.
-            pairs (AlbicParamsPairs | Unset): one: the paper's one new pair per period; budget: as many of the best pairs as
-                the migration budget (less balance_reserve) and maxLD allow. Default: AlbicParamsPairs.ONE.
+            pairs (AlbicParamsPairs | Unset): one: the paper's one new pair per period; budget: as many merges as the
+                migration budget (less balance_reserve) and maxLD allow, most collocation per migration first, toward target
+                sets that stay the same from one period to the next. Default: AlbicParamsPairs.ONE.
             score_factor (float | Unset): sF: a pair qualifies when it sends more than sF x the average per downstream key
                 group (1.5). Default: 1.5.
             seed (int | Unset): Breaks ties between equally good pairs. Default: 0.
@@ -41,7 +43,7 @@ class AlbicParams:
     """
 
     backend: AlbicParamsBackend | Unset = AlbicParamsBackend.CP_SAT
-    balance_reserve: float | Unset = 0.25
+    balance_reserve: float | Unset = 0.1
     max_load_distance: float | Unset = 10.0
     max_partition_load: float | Unset = 25.0
     name: Literal["albic"] | Unset = "albic"

@@ -23,6 +23,8 @@ class ModelConnection:
             decay_scale (float | Unset): This connection's share of exploration_decay (halved after a re-exploration that
                 blocked again). Default: 1.0.
             expected_rate (float | Unset): Blocking rate predicted at `weight`. Default: 0.0.
+            held_until (float | None | Unset): observed_at before which the weight stays 0: a re-exploration from 0 that
+                blocked again (version 3).
             n (list[int] | Unset): Observations smoothed in.
             previous_weight (int | Unset): The weight in force before that one (-1: none). Default: -1.
             rate (list[float] | Unset): Smoothed blocking rate observed there (seconds blocked per second).
@@ -37,6 +39,7 @@ class ModelConnection:
     changed_at: float | None | Unset = UNSET
     decay_scale: float | Unset = 1.0
     expected_rate: float | Unset = 0.0
+    held_until: float | None | Unset = UNSET
     n: list[int] | Unset = UNSET
     previous_weight: int | Unset = -1
     rate: list[float] | Unset = UNSET
@@ -59,6 +62,12 @@ class ModelConnection:
         decay_scale = self.decay_scale
 
         expected_rate = self.expected_rate
+
+        held_until: float | None | Unset
+        if isinstance(self.held_until, Unset):
+            held_until = UNSET
+        else:
+            held_until = self.held_until
 
         n: list[int] | Unset = UNSET
         if not isinstance(self.n, Unset):
@@ -103,6 +112,8 @@ class ModelConnection:
             field_dict["decay_scale"] = decay_scale
         if expected_rate is not UNSET:
             field_dict["expected_rate"] = expected_rate
+        if held_until is not UNSET:
+            field_dict["held_until"] = held_until
         if n is not UNSET:
             field_dict["n"] = n
         if previous_weight is not UNSET:
@@ -140,6 +151,15 @@ class ModelConnection:
 
         expected_rate = d.pop("expected_rate", UNSET)
 
+        def _parse_held_until(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        held_until = _parse_held_until(d.pop("held_until", UNSET))
+
         n = cast(list[int], d.pop("n", UNSET))
 
         previous_weight = d.pop("previous_weight", UNSET)
@@ -175,6 +195,7 @@ class ModelConnection:
             changed_at=changed_at,
             decay_scale=decay_scale,
             expected_rate=expected_rate,
+            held_until=held_until,
             n=n,
             previous_weight=previous_weight,
             rate=rate,

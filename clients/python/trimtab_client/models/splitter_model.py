@@ -21,7 +21,7 @@ class SplitterModel:
         connections (list[ModelConnection]):
         observed_at (float): observed_at of the previous call.
         resolution (int):
-        version (int): Model format version; this service writes 2 and migrates (1,).
+        version (int): Model format version; this service writes 3 and migrates (1, 2).
     """
 
     calls: int
