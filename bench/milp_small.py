@@ -7,10 +7,11 @@ budget of 10 migrations, and the same snapshots without a budget. Each is solved
 (the throughput bench's limit); per kind: median and 90th percentile wall, the share proven `optimal`, the share that
 used at least 80 % of the limit, the median gap (plan minus reported bound, points).
 
-The current main is measured in the same run as the baseline (a child interpreter on /work/main's tree, same
-snapshots, same limit), interleaved with this tree so that the machine's load hits both alike.
+An older checkout can be measured in the same run as a baseline (a child interpreter on that tree, same snapshots,
+same limit), interleaved with this tree so that the machine's load hits both alike, e.g.
+`git worktree add /tmp/base 22dfd52` then `--baseline /tmp/base` (22dfd52: main before the issue-10 round).
 
-    python -m bench.milp_small [--snapshots 40] [--time-limit 0.2] [--baseline /work/main]
+    python -m bench.milp_small [--snapshots 40] [--time-limit 0.2] [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--snapshots", type=int, default=40)
     parser.add_argument("--time-limit", type=float, default=0.2)
-    parser.add_argument("--baseline", default="/work/main", help="tree of the baseline ('' for none)")
+    parser.add_argument(
+        "--baseline", default="", help="an older checkout to measure beside this tree (none by default)"
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     results: dict[tuple[str, str], list[tuple[float, str, float, float]]] = {}
