@@ -265,6 +265,36 @@ def test_cola_with_a_budget_is_cut_down_to_it() -> None:
     assert_valid(job, plan.assignment)
 
 
+def test_cola_greedy_part_mapping_beyond_the_exact_size_is_one_to_one_and_keeps_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many nodes: parts go to nodes greedily by overlap (the dense Hungarian method would need nodes^2 memory).
+    Each staying node gets one part, and at least half the state the exact mapping keeps stays put."""
+    from solvers.albic import cola
+
+    job = replace(synthetic_job(12, 120, 6, 0.5, seed=3), max_migrations=None)
+    exact = solve_cola(job, 10.0, 1.0)
+    monkeypatch.setattr(cola, "EXACT_MAPPING_CELLS", 0)
+    greedy = solve_cola(job, 10.0, 1.0)
+    assert_valid(job, greedy.assignment)
+    assert job.load_distance(greedy.assignment) == pytest.approx(job.load_distance(exact.assignment))
+
+    def state_kept(assignment: np.ndarray) -> float:
+        return float(job.state_size[assignment == job.current].sum())
+
+    assert state_kept(greedy.assignment) >= 0.5 * state_kept(exact.assignment)
+
+
+def test_partition_graph_returns_the_parts_asked_for_even_when_metis_leaves_some_empty() -> None:
+    members = np.arange(7, dtype=np.int64)
+    import scipy.sparse as sp
+
+    no_edges = sp.csr_matrix((7, 7))  # a disconnected graph: METIS is free to leave parts empty
+    parts = partition_graph(members, no_edges, np.ones(7), 6)
+    assert len(parts) == 6
+    assert sorted(np.concatenate(parts).tolist()) == members.tolist()
+
+
 # ---------------------------------------------------------------------------------------------- Algorithm 1
 
 
