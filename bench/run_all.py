@@ -7,7 +7,8 @@ through `bench/results.py` becomes the tables of the report; its printed output 
 PNGs a benchmark writes to bench/out/ during its run are copied next to the report (docs/img/ for docs/benchmarks.md).
 The load average is sampled before and after every benchmark: the machine may be shared.
 
---quick runs reduced settings (2-5 minutes on the shared 2 cores); the full run 10-16 minutes. A benchmark that
+--quick runs reduced settings, two benchmarks at a time (--jobs; about 1.5 minutes on 2 quiet cores); the full run
+one at a time, 9-16 minutes. A benchmark that
 fails or overruns its time cap is reported as failed and the exit code is 1 (the report is written anyway).
 """
 
@@ -44,6 +45,9 @@ class Benchmark:
     # is the time cap of one benchmark, so a hang fails the run instead of stalling it.
     full_s: float
     quick_s: float
+    # Writes PNGs to bench/out/. With --jobs 2 these run one after another in one lane (the other lane runs the
+    # benchmarks that write none), so a plot is attributed to the benchmark running when it was written.
+    plots: bool = False
 
     def args(self, quick: bool) -> list[str]:
         return list(self.quick if quick else self.full)
@@ -60,18 +64,20 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "bench.milp_scale", "scale", (), ("--nodes", "100", "--groups", "10000", "--budget", "100"), 30, 4
     ),
-    Benchmark("bench.albic.experiments", "albic", (), ("--quick",), 190, 20),
-    Benchmark("bench.splitter.run", "splitter", ("--quick",), ("--quick",), 140, 140),
+    Benchmark("bench.albic.experiments", "albic", (), ("--quick",), 190, 20, plots=True),
+    Benchmark("bench.splitter.run", "splitter", ("--quick",), ("--quick",), 140, 140, plots=True),
     Benchmark("bench.splitter.speed", "scale", (), (), 40, 40),
-    Benchmark("bench.stateful.experiments", "stateful", ("--n", "10"), ("--quick",), 80, 10),
+    Benchmark("bench.stateful.experiments", "stateful", ("--n", "10"), ("--quick",), 80, 10, plots=True),
     Benchmark("bench.stateful.elb_range", "stateful", (), ("--windows", "10"), 20, 4),
     Benchmark("bench.stateful.clb_guard", "stateful", (), ("--seeds", "2", "--time-limit", "0.1"), 40, 5),
     Benchmark("bench.stateful.speed", "stateful", ("--repeats", "20"), ("--repeats", "5"), 40, 8),
-    Benchmark("bench.correlation.experiments", "correlation", ("--seeds", "1"), ("--quick",), 150, 20),
+    Benchmark(
+        "bench.correlation.experiments", "correlation", ("--seeds", "1"), ("--quick",), 150, 20, plots=True
+    ),
     Benchmark(
         "bench.correlation.limits", "correlation", (), ("--sizes", "100x1000x200", "--limits", "0.1"), 60, 5
     ),
-    Benchmark("bench.spark.main_job", "spark", (), ("--quick",), 150, 60),
+    Benchmark("bench.spark.main_job", "spark", (), ("--quick",), 150, 60, plots=True),
     Benchmark("bench.spark.stats_speed", "spark", ("--repeats", "1"), ("--quick",), 60, 25),
     Benchmark(
         "bench.reliability.throughput", "reliability", (), ("--rounds", "1", "--duration", "2"), 80, 20
@@ -122,8 +128,13 @@ def _pump(stream: object, log: list[str], console: Console, echo: bool) -> None:
             console.print(line.rstrip("\n"), markup=False, highlight=False, style="dim")
 
 
-def run_one(bench: Benchmark, quick: bool, results: Path, console: Console, echo: bool) -> Outcome:
-    """Run one benchmark module in its own interpreter, its output kept (and echoed), within its time cap."""
+def run_one(
+    bench: Benchmark, quick: bool, results: Path, console: Console, echo: bool, parallel: bool = False
+) -> Outcome:
+    """Run one benchmark module in its own interpreter, its output kept (and echoed), within its time cap.
+
+    `results` is this benchmark's own JSON-lines file. With `parallel`, only a benchmark marked `plots` claims the
+    PNGs written during its run (the other lane writes none)."""
     env = {**os.environ, RESULTS_ENV: str(results), MODULE_ENV: bench.module, "PYTHONUNBUFFERED": "1"}
     if not bench.module.startswith("bench.reliability."):
         # One access-log line per request would bury the tables; the reliability benchmarks measure the service as
@@ -156,7 +167,7 @@ def run_one(bench: Benchmark, quick: bool, results: Path, console: Console, echo
     wall = time.perf_counter() - started
     plots = (
         sorted(str(p) for p in PLOTS.glob("*.png") if p.stat().st_mtime >= started_wall - 1)
-        if PLOTS.is_dir()
+        if PLOTS.is_dir() and (bench.plots or not parallel)
         else []
     )
     return Outcome(
@@ -188,7 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-report", action="store_true", help="run and print only")
     parser.add_argument("--echo", action="store_true", help="print every benchmark's output as it runs")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        choices=(1, 2),
+        help="benchmarks at once: 2 runs the plot-writing ones in one lane and the rest in another "
+        "(default: 2 with --quick, whose numbers are a smoke test; 1 for the full run, whose timings must not "
+        "compete with each other)",
+    )
     args = parser.parse_args(argv)
+    jobs = args.jobs or (2 if args.quick else 1)
     chosen = set(args.only.split(",")) if args.only else None
     todo = [b for b in BENCHMARKS if chosen is None or b.module in chosen]
     if chosen and (unknown := chosen - {b.module for b in BENCHMARKS}):
@@ -197,12 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     measured = report.Run(
         quick=args.quick, wall_s=0.0, outcomes=[], records=[]
     )  # the commit and time at the start
-    outcomes: list[Outcome] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="trimtab-bench-") as scratch:
-        results = Path(scratch) / "results.jsonl"
-        results.touch()
         weights = {b.module: (b.quick_s if args.quick else b.full_s) for b in todo}
+        lanes = [todo] if jobs == 1 else [[b for b in todo if b.plots], [b for b in todo if not b.plots]]
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -211,23 +229,48 @@ def main(argv: list[str] | None = None) -> int:
             console=console,
         ) as progress:
             task = progress.add_task("benchmarks", total=sum(weights.values()))
-            for bench in todo:
-                progress.update(task, description=f"{bench.module} ({len(outcomes) + 1}/{len(todo)})")
-                outcome = run_one(bench, args.quick, results, progress.console, args.echo)
-                outcomes.append(outcome)
-                status = (
-                    "timed out"
-                    if outcome.timed_out
-                    else ("ok" if outcome.code == 0 else f"exit {outcome.code}")
-                )
-                progress.console.print(
-                    f"{bench.module}: {status}, {outcome.wall_s:.0f} s, load {outcome.load_after:.2f}",
-                    style="green" if outcome.code == 0 else "bold red",
-                )
-                if outcome.code and not args.echo:
-                    progress.console.print(outcome.log[-3000:], markup=False, highlight=False)
-                progress.advance(task, weights[bench.module])
-        records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+            done: dict[str, Outcome] = {}
+            lock = threading.Lock()
+
+            def run_lane(lane: list[Benchmark]) -> None:
+                for bench in lane:
+                    with lock:
+                        progress.update(task, description=f"{bench.module} ({len(done) + 1}/{len(todo)})")
+                    results = Path(scratch) / f"{bench.module}.jsonl"
+                    outcome = run_one(bench, args.quick, results, progress.console, args.echo, jobs > 1)
+                    status = (
+                        "timed out"
+                        if outcome.timed_out
+                        else ("ok" if outcome.code == 0 else f"exit {outcome.code}")
+                    )
+                    with lock:
+                        done[bench.module] = outcome
+                        progress.console.print(
+                            f"{bench.module}: {status}, {outcome.wall_s:.0f} s, load {outcome.load_after:.2f}",
+                            style="green" if outcome.code == 0 else "bold red",
+                        )
+                        if outcome.code and not args.echo:
+                            progress.console.print(outcome.log[-3000:], markup=False, highlight=False)
+                        progress.advance(task, weights[bench.module])
+
+            threads = [threading.Thread(target=run_lane, args=(lane,)) for lane in lanes if lane]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        # A plot written just before a benchmark started (mtime granularity) is the earlier benchmark's, not both.
+        claimed: set[str] = set()
+        for outcome in done.values():  # in the order they finished: within a lane, the order they ran
+            outcome.plots = [p for p in outcome.plots if p not in claimed]
+            claimed.update(outcome.plots)
+        outcomes = [done[b.module] for b in todo]  # the report keeps the table's order
+        records = [
+            json.loads(line)
+            for b in todo
+            if (Path(scratch) / f"{b.module}.jsonl").is_file()
+            for line in (Path(scratch) / f"{b.module}.jsonl").read_text().splitlines()
+            if line.strip()
+        ]
     total = time.perf_counter() - started
     failed = [o.module for o in outcomes if o.code]
     run = report.Run(
