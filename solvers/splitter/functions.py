@@ -90,8 +90,8 @@ def blocking_functions(points: list[FloatArray], resolution: int) -> FloatArray:
 
     The same functions as `blocking_function(..., pooled=True)` row by row, in one vectorised pass: all rows are
     laid end to end on one axis, row j shifted by j x stride, so that a single np.interp evaluates every row (each
-    row's grid points lie within its own stretch); beyond a row's last point the extrapolation replaces what interp
-    returned. Points sharing a weight within a row (pooled cluster data) are merged first. Only rows whose data
+    row's grid points lie within its own stretch); beyond a row's last point the extrapolation is written instead
+    (interp only evaluates the grid points up to each row's last point). Points sharing a weight within a row (pooled cluster data) are merged first. Only rows whose data
     decrease need the monotone regression (a Python call each)."""
     sizes = np.fromiter((p.shape[1] for p in points), dtype=np.int64, count=len(points))
     w, rate, count = np.concatenate([np.zeros((3, 0)), *points], axis=1)
@@ -132,9 +132,6 @@ def blocking_functions_flat(
         for j in rows[~small].tolist():  # long pooled rows: scipy's pool-adjacent-violators, one call each
             part = slice(int(starts[j]), int(last[j]) + 1)
             y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
-    values = np.interp((grid[None, :] + stride * np.arange(n)[:, None]).ravel(), key, y).reshape(
-        n, resolution + 1
-    )
     has_points = last > starts
     x_last, y_last = x[last], y[last]
     slope = np.full(n, MIN_SLOPE)
@@ -142,5 +139,15 @@ def blocking_functions_flat(
         segment = (y_last - y[last - 1]) / (x_last - x[last - 1])
         ray = y_last / x_last
     slope[has_points] = np.maximum(np.maximum(segment, ray), MIN_SLOPE)[has_points]
-    beyond = grid[None, :] > x_last[:, None]
-    return np.where(beyond, y_last[:, None] + slope[:, None] * (grid[None, :] - x_last[:, None]), values)
+    # The extrapolation over the whole table in place (no temporaries), then the interpolation only where a row has
+    # points (w <= its last point's weight): most of a table lies beyond its evidence.
+    values = np.empty((n, resolution + 1))
+    values[:] = grid
+    values -= x_last[:, None]
+    values *= slope[:, None]
+    values += y_last[:, None]
+    inside = np.minimum(np.floor(x_last).astype(np.int64) + 1, resolution + 1)  # grid points w <= x_last per row
+    rows = np.repeat(np.arange(n), inside)
+    cells = np.arange(len(rows)) - np.repeat(np.cumsum(inside) - inside, inside)  # w within its row
+    values[rows, cells] = np.interp(grid[cells] + stride * rows, key, y)
+    return values
