@@ -36,15 +36,17 @@ def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths:
     wy = w * np.where(valid, y[index], 0.0)
     cw = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(w, axis=1)), axis=1)
     cwy = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(wy, axis=1)), axis=1)
-    # mean[r, a, b] of points a..b (a <= b < length); +inf beyond the row so that the minimum ignores it
+    # reversed_mean[r, a, k] = mean of points a..b, b = width - 1 - k, built reversed along b so that the running
+    # minimum over b >= i runs forward over memory; +inf where a > b so that the minimum ignores it. Beyond a row's
+    # length the padding weighs 0, so mean(a..b) there repeats mean(a..length - 1): the minimum is unchanged.
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = (cwy[:, None, 1:] - cwy[:, :-1, None]) / (cw[:, None, 1:] - cw[:, :-1, None])
-    upper_triangle = offsets[None, :, None] <= offsets[None, None, :]  # a <= b
-    # Reversed along b into a fresh (contiguous) array, so that the running minimum runs forward over memory.
-    reversed_mean = np.where(valid[:, None, :] & upper_triangle, mean, np.inf)[:, :, ::-1].copy()
+        reversed_mean = cwy[:, None, :0:-1] - cwy[:, :-1, None]
+        reversed_mean /= cw[:, None, :0:-1] - cw[:, :-1, None]
+    np.copyto(reversed_mean, np.inf, where=offsets[None, :, None] > offsets[None, None, ::-1])
     np.minimum.accumulate(reversed_mean, axis=2, out=reversed_mean)
     suffix_min = reversed_mean[:, :, ::-1]  # [r, a, i]: min over b >= i
-    fit = np.where(upper_triangle, suffix_min, -np.inf).max(axis=1)
+    np.copyto(suffix_min, -np.inf, where=offsets[None, :, None] > offsets[None, None, :])  # only a <= i
+    fit = suffix_min.max(axis=1)
     y[index[valid]] = fit[valid]
 
 
