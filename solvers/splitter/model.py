@@ -450,7 +450,10 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         labels = cluster_connections(values, max_point_rate)
     else:
         labels = np.arange(n_connections)
-    clusters = [np.flatnonzero(labels == c).tolist() for c in range(int(labels.max()) + 1)]
+    # Members of each cluster in index order (a stable sort by label, cut where the label changes).
+    by_label = np.argsort(labels, kind="stable")
+    cuts = np.flatnonzero(np.diff(labels[by_label])) + 1
+    clusters = [m.tolist() for m in np.split(by_label, cuts)]
 
     cluster_values: FloatArray | None = None
 
@@ -462,7 +465,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         nonlocal cluster_values
         if cluster_values is None:  # built once: the gate's solve and the bounded one share it
             cluster_values = _cluster_functions(clusters, connections, values, resolution)
-        return _solve_clustered(clusters, cluster_values, weights, lo, up, resolution)
+        return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, resolution)
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
@@ -536,6 +539,7 @@ def _cluster_functions(
 
 def _solve_clustered(
     clusters: list[list[int]],
+    labels: IntArray,
     cluster_values: FloatArray,
     weights: IntArray,
     lower: IntArray,
@@ -543,29 +547,29 @@ def _solve_clustered(
     resolution: int,
 ) -> tuple[IntArray, float, FloatArray, FloatArray]:
     """Fox over one function per cluster (`_cluster_functions`), then each cluster's weight shared evenly among its
-    members. Returns the weights, the optimum, and per member the predicted rate at the new and at the current
-    weights (its cluster's).
+    members (`labels[j]`: connection j's cluster). Returns the weights, the optimum, and per member the predicted
+    rate at the new and at the current weights (its cluster's).
     """
-    index = [np.asarray(m) for m in clusters]
-    current_totals = np.asarray([weights[m].sum() for m in index])
+    n_clusters = len(clusters)
+
+    def per_cluster(column: IntArray) -> IntArray:
+        # Integer sums (exact in float64 far beyond any weight total).
+        return np.bincount(labels, weights=column, minlength=n_clusters).astype(np.int64)
+
+    current_totals = per_cluster(weights)
+    cluster_lower, cluster_upper = per_cluster(lower), per_cluster(upper)
     cluster_weights, predicted = fox_minimax(
-        cluster_values,
-        np.asarray([lower[m].sum() for m in index]),
-        np.asarray([upper[m].sum() for m in index]),
-        resolution,
-        prefer=current_totals,
+        cluster_values, cluster_lower, cluster_upper, resolution, prefer=current_totals
     )
-    new_weights = np.zeros(len(weights), dtype=np.int64)
-    expected = np.zeros(len(weights))
-    current = np.zeros(len(weights))
-    rows = np.arange(len(clusters))
+    rows = np.arange(n_clusters)
     at_new = cluster_values[rows, cluster_weights]
     at_current = cluster_values[rows, current_totals]
-    for c, (member_index, total) in enumerate(zip(index, cluster_weights.tolist(), strict=True)):
-        if len(member_index) == 1:  # a singleton takes its cluster's weight (Fox kept it within its bounds)
-            new_weights[member_index[0]] = total
-        else:
-            new_weights[member_index] = even_split(total, lower[member_index], upper[member_index])
-        expected[member_index] = at_new[c]
-        current[member_index] = at_current[c]
-    return new_weights, predicted, expected, current
+    # A singleton takes its cluster's weight (Fox kept it within its bounds); a larger cluster's is split evenly.
+    new_weights = cluster_weights[labels]
+    for c, members in enumerate(clusters):
+        if len(members) > 1:
+            member_index = np.asarray(members)
+            new_weights[member_index] = even_split(
+                int(cluster_weights[c]), lower[member_index], upper[member_index]
+            )
+    return new_weights, predicted, at_new[labels], at_current[labels]
