@@ -375,7 +375,8 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         rescale(memory, resolution)
     call = min(memory.calls + 1, MAX_CALLS)
 
-    vanished = [cid for cid in memory.connections if cid not in set(request.ids)]
+    present = set(request.ids)
+    vanished = [cid for cid in memory.connections if cid not in present]
     if vanished:
         notes.append(f"connections gone since the previous call, their data dropped: {_named(vanished)}")
     known = np.asarray([cid in memory.connections for cid in request.ids], dtype=bool)
@@ -403,18 +404,25 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     # back-off (see DECAY_REFERENCE_S, MIN_DECAY_SCALE).
     sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
     owner = np.repeat(np.arange(n_connections), sizes)
-    decaying: list[int] = []
     if elapsed > 0 and request.exploration_decay > 0 and sizes.any():
+        # All connections' points at once (one concatenation, written back as views into it).
         w_all = np.concatenate([c.w for c in connections])
-        decaying = np.unique(owner[w_all > weights[owner]]).tolist()
-    for j in decaying:
-        connection = connections[j]
-        exponent = connection.decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
-        above = connection.w > weights[j]
-        connection.rate[above] *= (1.0 - request.exploration_decay) ** exponent
+        above = w_all > weights[owner]
+        decaying = np.unique(owner[above]).tolist()
+        factor = np.ones(n_connections)
+        for j in decaying:  # scalar powers, as per connection before (same rounding)
+            exponent = connections[j].decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
+            factor[j] = (1.0 - request.exploration_decay) ** exponent
+        rate_all = np.concatenate([c.rate for c in connections])
+        n_all = np.concatenate([c.n for c in connections])
+        rate_all[above] *= factor[owner[above]]
         # A decayed point is a guess, not a measurement: the next measurement there counts as the second of the
         # point (gain 1/2), so a re-exploration that blocks again shows at once.
-        connection.n[above & (connection.n > 1)] = 1
+        n_all[above & (n_all > 1)] = 1
+        ends = np.cumsum(sizes).tolist()
+        for j in decaying:
+            part = slice(ends[j] - int(sizes[j]), ends[j])
+            connections[j].rate, connections[j].n = rate_all[part], n_all[part]
     for j in np.flatnonzero(sizes > MAX_POINTS).tolist():
         connection = connections[j]
         # Newest first; among equally recent points the ones nearest the current weight first.
