@@ -47,7 +47,9 @@ def _is_json(content_type: str | None) -> bool:
     message = email.message.Message()
     message["content-type"] = content_type
     subtype = message.get_content_subtype()
-    return message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
 
 
 async def parse_body(request: Request) -> SplitterRequest:
@@ -66,7 +68,9 @@ async def parse_body(request: Request) -> SplitterRequest:
         raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
     value: Any
     if not raw:
-        raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
+        raise RequestValidationError(
+            [{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}]
+        )
     if _is_json(request.headers.get("content-type")):
         try:
             return SplitterRequest.model_validate_json(raw)

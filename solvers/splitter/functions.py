@@ -148,7 +148,9 @@ def blocking_functions_flat(
     values -= x_last[:, None]
     values *= slope[:, None]
     values += y_last[:, None]
-    inside = np.minimum(np.floor(x_last).astype(np.int64) + 1, resolution + 1)  # grid points w <= x_last per row
+    inside = np.minimum(
+        np.floor(x_last).astype(np.int64) + 1, resolution + 1
+    )  # grid points w <= x_last per row
     rows = np.repeat(np.arange(n), inside)
     cells = np.arange(len(rows)) - np.repeat(np.cumsum(inside) - inside, inside)  # w within its row
     values[rows, cells] = np.interp(grid[cells] + stride * rows, key, y)
