@@ -15,6 +15,7 @@ Beyond the paper (issue 12: regions whose membership changes in production), eac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -464,16 +465,28 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     clusters = [m.tolist() for m in np.split(by_label, cuts)]
 
     cluster_values: FloatArray | None = None
+    # The answer of the gate's solve (connection or cluster weights): the bounded solve has the same lower bounds
+    # and tighter upper ones, and when that answer satisfies them it is the bounded answer too (Fox hands out the
+    # smallest keys among the candidate cells; a subset of cells that holds all of them yields the same), so Fox
+    # does not run again.
+    looser: IntArray | None = None
+
+    def fox_within(table: FloatArray, lo: IntArray, up: IntArray, prefer: IntArray) -> tuple[IntArray, float]:
+        nonlocal looser
+        if looser is not None and np.all(looser <= up):
+            return looser, float(table[np.arange(len(looser)), looser].max())
+        looser, optimum = fox_minimax(table, lo, up, resolution, prefer=prefer)
+        return looser, optimum
 
     def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
         if len(clusters) == n_connections:
             rows = np.arange(n_connections)
-            solved, optimum = fox_minimax(values, lo, up, resolution, prefer=weights)
+            solved, optimum = fox_within(values, lo, up, weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
         nonlocal cluster_values
         if cluster_values is None:  # built once: the gate's solve and the bounded one share it
             cluster_values = _cluster_functions(clusters, connections, values, resolution)
-        return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, resolution)
+        return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, fox_within)
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
@@ -552,9 +565,9 @@ def _solve_clustered(
     weights: IntArray,
     lower: IntArray,
     upper: IntArray,
-    resolution: int,
+    fox: Callable[[FloatArray, IntArray, IntArray, IntArray], tuple[IntArray, float]],
 ) -> tuple[IntArray, float, FloatArray, FloatArray]:
-    """Fox over one function per cluster (`_cluster_functions`), then each cluster's weight shared evenly among its
+    """Fox (`fox(table, lower, upper, prefer)`) over one function per cluster (`_cluster_functions`), then each cluster's weight shared evenly among its
     members (`labels[j]`: connection j's cluster). Returns the weights, the optimum, and per member the predicted
     rate at the new and at the current weights (its cluster's).
     """
@@ -566,9 +579,7 @@ def _solve_clustered(
 
     current_totals = per_cluster(weights)
     cluster_lower, cluster_upper = per_cluster(lower), per_cluster(upper)
-    cluster_weights, predicted = fox_minimax(
-        cluster_values, cluster_lower, cluster_upper, resolution, prefer=current_totals
-    )
+    cluster_weights, predicted = fox(cluster_values, cluster_lower, cluster_upper, current_totals)
     rows = np.arange(n_clusters)
     at_new = cluster_values[rows, cluster_weights]
     at_current = cluster_values[rows, current_totals]
