@@ -13,6 +13,8 @@ tie-breaker far below any measurable rate that makes Fox prefer measured weights
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from scipy.optimize import isotonic_regression
 
@@ -22,6 +24,7 @@ MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s 
 # Rows up to this many points (a connection's own: the origin and at most 32 points) get their monotone regression
 # in one vectorised pass (O(k^2) per row, no Python per row); longer (pooled cluster) rows go to scipy one by one.
 MAX_BATCHED_ROW = 33
+BATCH_EDGES = (8, 16, 24, MAX_BATCHED_ROW)
 
 
 def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths: IntArray) -> None:
@@ -126,9 +129,10 @@ def blocking_functions_flat(
         rows = np.unique(row[decreasing + 1])
         lengths = last[rows] - starts[rows] + 1
         small = lengths <= MAX_BATCHED_ROW
-        # Two batches by length: the batched cost grows with the longest row squared, padding included.
-        short = small & (lengths <= MAX_BATCHED_ROW // 2)
-        for batch in (short, small & ~short):
+        # Batches by length: the batched cost grows with the longest row squared, padding included (each row's fit
+        # does not depend on its batch).
+        for narrow, wide in itertools.pairwise((0, *BATCH_EDGES)):
+            batch = (lengths > narrow) & (lengths <= wide)
             if batch.any():
                 _isotonic_rows(y, weight, starts[rows[batch]], lengths[batch])
         for j in rows[~small].tolist():  # long pooled rows: scipy's pool-adjacent-violators, one call each
