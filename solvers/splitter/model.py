@@ -117,12 +117,14 @@ class ConnectionMemory:
         at = np.flatnonzero(self.w == w)
         if len(at):
             k = int(at[0])
-            self.n[k] = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
-            gain = credit / self.n[k]
+            n = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
+            self.n[k] = n
+            # Python floats (the same IEEE operations as on numpy scalars, without their overhead).
+            gain = credit / n
             before = float(self.rate[k])
-            self.rate[k] += gain * (rate - before)
+            self.rate[k] = before + gain * (rate - before)
             # Exponentially weighted variance (West's update), same gain as the mean.
-            self.var[k] = (1.0 - gain) * (self.var[k] + gain * (rate - before) ** 2)
+            self.var[k] = (1.0 - gain) * (float(self.var[k]) + gain * (rate - before) ** 2)
             self.seen[k] = call
         else:
             self.w = np.append(self.w, w)
