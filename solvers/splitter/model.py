@@ -23,7 +23,7 @@ import numpy as np
 from solvers.instance import FloatArray, IntArray
 from solvers.splitter.clustering import cluster_connections
 from solvers.splitter.fox import fox_minimax
-from solvers.splitter.functions import blocking_functions, blocking_functions_flat
+from solvers.splitter.functions import blocking_functions_flat
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
@@ -440,12 +440,12 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
     sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+    # Every connection's points end to end (row j's are the next sizes[j]): its function, its cluster's pool.
+    point_w = np.concatenate([c.w for c in connections])
+    point_rate = np.concatenate([c.rate for c in connections])
+    point_n = np.concatenate([c.n for c in connections])
     values = blocking_functions_flat(
-        np.concatenate([c.w for c in connections]).astype(np.float64),
-        np.concatenate([c.rate for c in connections]),
-        np.concatenate([c.n for c in connections]).astype(np.float64),
-        sizes,
-        resolution,
+        point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution
     )
     lower, upper = _bounds(request, connections, newcomers)
     if newcomers.any():
@@ -457,7 +457,8 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         request.clustering == "auto" and n_connections >= AUTO_CLUSTERING_FROM
     )
     if use_clusters:
-        max_point_rate = np.asarray([c.rate.max() if len(c.rate) else 0.0 for c in connections])
+        max_point_rate = np.zeros(n_connections)
+        np.maximum.at(max_point_rate, np.repeat(np.arange(n_connections), sizes), point_rate)
         labels = cluster_connections(values, max_point_rate)
     else:
         labels = np.arange(n_connections)
@@ -487,7 +488,9 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
             return solved, optimum, values[rows, solved], values[rows, weights]
         nonlocal cluster_values
         if cluster_values is None:  # built once: the gate's solve and the bounded one share it
-            cluster_values = _cluster_functions(clusters, connections, values, resolution)
+            cluster_values = _cluster_functions(
+                clusters, labels, (point_w, point_rate, point_n, sizes), values, resolution
+            )
         return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, fox_within)
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
@@ -529,34 +532,35 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
 
 
 def _cluster_functions(
-    clusters: list[list[int]], connections: list[ConnectionMemory], values: FloatArray, resolution: int
+    clusters: list[list[int]],
+    labels: IntArray,
+    points: tuple[IntArray, FloatArray, IntArray, IntArray],
+    values: FloatArray,
+    resolution: int,
 ) -> FloatArray:
     """One function per cluster: a singleton's own; a cluster of n members holding W gives each about W/n, so its
     function G(W) is the members' blocking at W/n: the pooled points of all members, a member's point at weight w
-    counting at W = n w."""
-    multi = [m for m in clusters if len(m) > 1]
-    pooled = blocking_functions(
-        [
-            np.array(
-                (
-                    np.concatenate([connections[j].w for j in members]) * len(members),
-                    np.concatenate([connections[j].rate for j in members]),
-                    np.concatenate([connections[j].n for j in members]),
-                ),
-                dtype=np.float64,
-            )
-            for members in multi
-        ],
-        resolution,
-    )
+    counting at W = n w. `points`: every connection's (w, rate, n) end to end and how many each has."""
+    point_w, point_rate, point_n, sizes = points
+    members = np.bincount(labels, minlength=len(clusters))
+    multi = members > 1
     cluster_values = np.empty((len(clusters), resolution + 1))
-    k = 0
-    for c, members in enumerate(clusters):
-        if len(members) == 1:  # a singleton's pooled function is its own, already built
-            cluster_values[c] = values[members[0]]
-        else:
-            cluster_values[c] = pooled[k]
-            k += 1
+    # A singleton's pooled function is its own, already built.
+    cluster_values[~multi] = values[[m[0] for m in clusters if len(m) == 1]]
+    if multi.any():
+        point_cluster = labels[np.repeat(np.arange(len(labels)), sizes)]
+        pooled = multi[point_cluster]
+        # Each multi cluster's points in a row of its own: its members in index order, each member's in order
+        # (a stable sort keeps the connections' order).
+        order = np.argsort(point_cluster[pooled], kind="stable")
+        in_cluster = point_cluster[pooled][order]
+        cluster_values[multi] = blocking_functions_flat(
+            (point_w[pooled][order] * members[in_cluster]).astype(np.float64),
+            point_rate[pooled][order],
+            point_n[pooled][order].astype(np.float64),
+            np.bincount(in_cluster, minlength=len(clusters))[multi],
+            resolution,
+        )
     return cluster_values
 
 
