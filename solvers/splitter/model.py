@@ -591,10 +591,23 @@ def _solve_clustered(
     at_current = cluster_values[rows, current_totals]
     # A singleton takes its cluster's weight (Fox kept it within its bounds); a larger cluster's is split evenly.
     new_weights = cluster_weights[labels]
-    for c, members in enumerate(clusters):
-        if len(members) > 1:
-            member_index = np.asarray(members)
-            new_weights[member_index] = even_split(
-                int(cluster_weights[c]), lower[member_index], upper[member_index]
-            )
+    # even_split's closed form for every cluster whose bounds do not bind, at once: base each, one more for the
+    # first `extra` members in index order; even_split itself for the others.
+    size = np.bincount(labels, minlength=n_clusters)
+    base, extra = np.divmod(cluster_weights, size)
+    highest_lower = np.zeros(n_clusters, dtype=np.int64)
+    np.maximum.at(highest_lower, labels, lower)
+    lowest_upper = np.full(n_clusters, np.iinfo(np.int64).max)
+    np.minimum.at(lowest_upper, labels, upper)
+    closed = (size > 1) & (highest_lower <= base) & (lowest_upper >= base + (extra > 0))
+    by_label = np.argsort(labels, kind="stable")
+    position = np.empty(len(labels), dtype=np.int64)  # a member's place in its cluster (index order)
+    position[by_label] = np.arange(len(labels)) - (np.cumsum(size) - size)[labels[by_label]]
+    member_closed = closed[labels]
+    new_weights[member_closed] = (base[labels] + (position < extra[labels]))[member_closed]
+    for c in np.flatnonzero((size > 1) & ~closed).tolist():
+        member_index = np.asarray(clusters[c])
+        new_weights[member_index] = even_split(
+            int(cluster_weights[c]), lower[member_index], upper[member_index]
+        )
     return new_weights, predicted, at_new[labels], at_current[labels]
