@@ -12,6 +12,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from schemas.assignment import AssignmentRequest
+from schemas.splitter import SplitterRequest
 from service.errors import PROBLEM_RESPONSES, install_problem_handlers
 from service.logs import RequestContextMiddleware, configure_json_logging
 from service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
@@ -73,7 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(assignment.router)
     app.include_router(splitter.router)
-    document_request_bodies(app, [AssignmentRequest])
+    document_request_bodies(app, [AssignmentRequest, SplitterRequest])
     return app
 
 

@@ -184,3 +184,75 @@ def test_observed_at_going_backwards_measures_nothing(client: TestClient) -> Non
     assert any("observed_at" in n for n in answer.json()["notes"])
     c1 = next(c for c in answer.json()["model"]["connections"] if c["id"] == "c1")
     assert c1["rate"] == [0.9]
+
+
+def test_response_is_what_the_response_model_writes(client: TestClient) -> None:
+    """The route writes its JSON from plain data (speed, issue 12): byte for byte what SplitterResponse writes."""
+    from schemas.splitter import SplitterResponse
+
+    model = learned_model(client)
+    request = body(counters=(1.5, 0.1, 0.05), model=model)
+    request["observed_at"] += 2.0
+    response = client.post(URL, json=request)
+    assert response.status_code == 200, response.text
+    assert (
+        SplitterResponse.model_validate_json(response.content).model_dump_json().encode() == response.content
+    )
+
+
+UNUSUAL_BODIES: list[tuple[str, bytes, dict[str, str]]] = [
+    ("empty", b"", {"content-type": "application/json"}),
+    ("no content type", json.dumps(body()).encode(), {}),
+    ("text/plain", json.dumps(body()).encode(), {"content-type": "text/plain"}),
+    ("not JSON", b"{", {"content-type": "application/json"}),
+    ("JSON null", b"null", {"content-type": "application/json"}),
+    ("JSON array", b"[]", {"content-type": "application/json"}),
+    ("not UTF-8", b'{"observed_at": "\xff"}', {"content-type": "application/json"}),
+    (
+        "NaN token",
+        json.dumps(body(counters=(float("nan"), 0.0, 0.0))).encode(),
+        {"content-type": "application/json"},
+    ),
+    (
+        "overflowing number",
+        json.dumps(body()).replace("1731400000.0", "1e400").encode(),
+        {"content-type": "application/json"},
+    ),
+    ("byte order mark", b"\xef\xbb\xbf" + json.dumps(body()).encode(), {"content-type": "application/json"}),
+    ("UTF-16", json.dumps(body()).encode("utf-16"), {"content-type": "application/json"}),
+    ("vendor +json", json.dumps(body()).encode(), {"content-type": "application/vnd.trimtab+json"}),
+    ("invalid field", json.dumps(body(resolution=1)).encode(), {"content-type": "application/json"}),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "headers"), UNUSUAL_BODIES, ids=[b[0] for b in UNUSUAL_BODIES])
+def test_body_is_parsed_like_a_declared_body_parameter(
+    name: str, content: bytes, headers: dict[str, str]
+) -> None:
+    """The route parses its own body (pydantic from the bytes, issue 12); every body answers as it did when FastAPI
+    parsed a `body: SplitterRequest` parameter: same status, same problem document."""
+    from schemas.splitter import SplitterRequest
+    from service.main import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings())
+
+    async def declared(request_body: Any) -> dict[str, bool]:
+        return {"parsed": True}
+
+    # The model itself, not a postponed name (this module has `from __future__ import annotations`).
+    declared.__annotations__ = {"request_body": SplitterRequest, "return": dict[str, bool]}
+    app.post("/declared")(declared)
+
+    with TestClient(app) as client:
+        ours = client.post(URL, content=content, headers=headers)
+        reference = client.post("/declared", content=content, headers=headers)
+    assert ours.status_code == reference.status_code or (
+        ours.status_code == 200 and reference.status_code == 200
+    )
+    if reference.status_code != 200:
+        assert ours.headers["content-type"] == reference.headers["content-type"]
+        mine, theirs = ours.json(), reference.json()
+        mine.pop("instance", None)
+        theirs.pop("instance", None)
+        assert mine == theirs

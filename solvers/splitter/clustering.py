@@ -64,7 +64,8 @@ def cluster_connections(
     labels = np.arange(n, dtype=np.int64) + n  # singletons unless clustered below
     members = np.flatnonzero(blocking)
     if len(members) >= 2:
-        distances = pdist(function_features(values[members]), metric="chebyshev")
+        # Features of every row, then the members' (a row's features depend on that row only; no copy of the table).
+        distances = pdist(function_features(values)[members], metric="chebyshev")
         labels[members] = fcluster(linkage(distances, method="complete"), t=threshold, criterion="distance")
     _, first_seen, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(len(first_seen), dtype=np.int64)

@@ -13,6 +13,8 @@ tie-breaker far below any measurable rate that makes Fox prefer measured weights
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from scipy.optimize import isotonic_regression
 
@@ -22,6 +24,7 @@ MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s 
 # Rows up to this many points (a connection's own: the origin and at most 32 points) get their monotone regression
 # in one vectorised pass (O(k^2) per row, no Python per row); longer (pooled cluster) rows go to scipy one by one.
 MAX_BATCHED_ROW = 33
+BATCH_EDGES = (8, 16, 24, MAX_BATCHED_ROW)
 
 
 def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths: IntArray) -> None:
@@ -36,15 +39,17 @@ def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths:
     wy = w * np.where(valid, y[index], 0.0)
     cw = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(w, axis=1)), axis=1)
     cwy = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(wy, axis=1)), axis=1)
-    # mean[r, a, b] of points a..b (a <= b < length); +inf beyond the row so that the minimum ignores it
+    # reversed_mean[r, a, k] = mean of points a..b, b = width - 1 - k, built reversed along b so that the running
+    # minimum over b >= i runs forward over memory; +inf where a > b so that the minimum ignores it. Beyond a row's
+    # length the padding weighs 0, so mean(a..b) there repeats mean(a..length - 1): the minimum is unchanged.
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = (cwy[:, None, 1:] - cwy[:, :-1, None]) / (cw[:, None, 1:] - cw[:, :-1, None])
-    upper_triangle = offsets[None, :, None] <= offsets[None, None, :]  # a <= b
-    # Reversed along b into a fresh (contiguous) array, so that the running minimum runs forward over memory.
-    reversed_mean = np.where(valid[:, None, :] & upper_triangle, mean, np.inf)[:, :, ::-1].copy()
+        reversed_mean = cwy[:, None, :0:-1] - cwy[:, :-1, None]
+        reversed_mean /= cw[:, None, :0:-1] - cw[:, :-1, None]
+    np.copyto(reversed_mean, np.inf, where=offsets[None, :, None] > offsets[None, None, ::-1])
     np.minimum.accumulate(reversed_mean, axis=2, out=reversed_mean)
     suffix_min = reversed_mean[:, :, ::-1]  # [r, a, i]: min over b >= i
-    fit = np.where(upper_triangle, suffix_min, -np.inf).max(axis=1)
+    np.copyto(suffix_min, -np.inf, where=offsets[None, :, None] > offsets[None, None, :])  # only a <= i
+    fit = suffix_min.max(axis=1)
     y[index[valid]] = fit[valid]
 
 
@@ -90,8 +95,8 @@ def blocking_functions(points: list[FloatArray], resolution: int) -> FloatArray:
 
     The same functions as `blocking_function(..., pooled=True)` row by row, in one vectorised pass: all rows are
     laid end to end on one axis, row j shifted by j x stride, so that a single np.interp evaluates every row (each
-    row's grid points lie within its own stretch); beyond a row's last point the extrapolation replaces what interp
-    returned. Points sharing a weight within a row (pooled cluster data) are merged first. Only rows whose data
+    row's grid points lie within its own stretch); beyond a row's last point the extrapolation is written instead
+    (interp only evaluates the grid points up to each row's last point). Points sharing a weight within a row (pooled cluster data) are merged first. Only rows whose data
     decrease need the monotone regression (a Python call each)."""
     sizes = np.fromiter((p.shape[1] for p in points), dtype=np.int64, count=len(points))
     w, rate, count = np.concatenate([np.zeros((3, 0)), *points], axis=1)
@@ -124,17 +129,15 @@ def blocking_functions_flat(
         rows = np.unique(row[decreasing + 1])
         lengths = last[rows] - starts[rows] + 1
         small = lengths <= MAX_BATCHED_ROW
-        # Two batches by length: the batched cost grows with the longest row squared, padding included.
-        short = small & (lengths <= MAX_BATCHED_ROW // 2)
-        for batch in (short, small & ~short):
+        # Batches by length: the batched cost grows with the longest row squared, padding included (each row's fit
+        # does not depend on its batch).
+        for narrow, wide in itertools.pairwise((0, *BATCH_EDGES)):
+            batch = (lengths > narrow) & (lengths <= wide)
             if batch.any():
                 _isotonic_rows(y, weight, starts[rows[batch]], lengths[batch])
         for j in rows[~small].tolist():  # long pooled rows: scipy's pool-adjacent-violators, one call each
             part = slice(int(starts[j]), int(last[j]) + 1)
             y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
-    values = np.interp((grid[None, :] + stride * np.arange(n)[:, None]).ravel(), key, y).reshape(
-        n, resolution + 1
-    )
     has_points = last > starts
     x_last, y_last = x[last], y[last]
     slope = np.full(n, MIN_SLOPE)
@@ -142,5 +145,17 @@ def blocking_functions_flat(
         segment = (y_last - y[last - 1]) / (x_last - x[last - 1])
         ray = y_last / x_last
     slope[has_points] = np.maximum(np.maximum(segment, ray), MIN_SLOPE)[has_points]
-    beyond = grid[None, :] > x_last[:, None]
-    return np.where(beyond, y_last[:, None] + slope[:, None] * (grid[None, :] - x_last[:, None]), values)
+    # The extrapolation over the whole table in place (no temporaries), then the interpolation only where a row has
+    # points (w <= its last point's weight): most of a table lies beyond its evidence.
+    values = np.empty((n, resolution + 1))
+    values[:] = grid
+    values -= x_last[:, None]
+    values *= slope[:, None]
+    values += y_last[:, None]
+    inside = np.minimum(
+        np.floor(x_last).astype(np.int64) + 1, resolution + 1
+    )  # grid points w <= x_last per row
+    rows = np.repeat(np.arange(n), inside)
+    cells = np.arange(len(rows)) - np.repeat(np.cumsum(inside) - inside, inside)  # w within its row
+    values[rows, cells] = np.interp(grid[cells] + stride * rows, key, y)
+    return values

@@ -15,6 +15,7 @@ Beyond the paper (issue 12: regions whose membership changes in production), eac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from solvers.instance import FloatArray, IntArray
 from solvers.splitter.clustering import cluster_connections
 from solvers.splitter.fox import fox_minimax
-from solvers.splitter.functions import blocking_functions, blocking_functions_flat
+from solvers.splitter.functions import blocking_functions_flat
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
@@ -116,12 +117,14 @@ class ConnectionMemory:
         at = np.flatnonzero(self.w == w)
         if len(at):
             k = int(at[0])
-            self.n[k] = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
-            gain = credit / self.n[k]
+            n = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
+            self.n[k] = n
+            # Python floats (the same IEEE operations as on numpy scalars, without their overhead).
+            gain = credit / n
             before = float(self.rate[k])
-            self.rate[k] += gain * (rate - before)
+            self.rate[k] = before + gain * (rate - before)
             # Exponentially weighted variance (West's update), same gain as the mean.
-            self.var[k] = (1.0 - gain) * (self.var[k] + gain * (rate - before) ** 2)
+            self.var[k] = (1.0 - gain) * (float(self.var[k]) + gain * (rate - before) ** 2)
             self.seen[k] = call
         else:
             self.w = np.append(self.w, w)
@@ -375,7 +378,8 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         rescale(memory, resolution)
     call = min(memory.calls + 1, MAX_CALLS)
 
-    vanished = [cid for cid in memory.connections if cid not in set(request.ids)]
+    present = set(request.ids)
+    vanished = [cid for cid in memory.connections if cid not in present]
     if vanished:
         notes.append(f"connections gone since the previous call, their data dropped: {_named(vanished)}")
     known = np.asarray([cid in memory.connections for cid in request.ids], dtype=bool)
@@ -403,18 +407,25 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     # back-off (see DECAY_REFERENCE_S, MIN_DECAY_SCALE).
     sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
     owner = np.repeat(np.arange(n_connections), sizes)
-    decaying: list[int] = []
     if elapsed > 0 and request.exploration_decay > 0 and sizes.any():
+        # All connections' points at once (one concatenation, written back as views into it).
         w_all = np.concatenate([c.w for c in connections])
-        decaying = np.unique(owner[w_all > weights[owner]]).tolist()
-    for j in decaying:
-        connection = connections[j]
-        exponent = connection.decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
-        above = connection.w > weights[j]
-        connection.rate[above] *= (1.0 - request.exploration_decay) ** exponent
+        above = w_all > weights[owner]
+        decaying = np.unique(owner[above]).tolist()
+        factor = np.ones(n_connections)
+        for j in decaying:  # scalar powers, as per connection before (same rounding)
+            exponent = connections[j].decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
+            factor[j] = (1.0 - request.exploration_decay) ** exponent
+        rate_all = np.concatenate([c.rate for c in connections])
+        n_all = np.concatenate([c.n for c in connections])
+        rate_all[above] *= factor[owner[above]]
         # A decayed point is a guess, not a measurement: the next measurement there counts as the second of the
         # point (gain 1/2), so a re-exploration that blocks again shows at once.
-        connection.n[above & (connection.n > 1)] = 1
+        n_all[above & (n_all > 1)] = 1
+        ends = np.cumsum(sizes).tolist()
+        for j in decaying:
+            part = slice(ends[j] - int(sizes[j]), ends[j])
+            connections[j].rate, connections[j].n = rate_all[part], n_all[part]
     for j in np.flatnonzero(sizes > MAX_POINTS).tolist():
         connection = connections[j]
         # Newest first; among equally recent points the ones nearest the current weight first.
@@ -429,12 +440,12 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
     sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+    # Every connection's points end to end (row j's are the next sizes[j]): its function, its cluster's pool.
+    point_w = np.concatenate([c.w for c in connections])
+    point_rate = np.concatenate([c.rate for c in connections])
+    point_n = np.concatenate([c.n for c in connections])
     values = blocking_functions_flat(
-        np.concatenate([c.w for c in connections]).astype(np.float64),
-        np.concatenate([c.rate for c in connections]),
-        np.concatenate([c.n for c in connections]).astype(np.float64),
-        sizes,
-        resolution,
+        point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution
     )
     lower, upper = _bounds(request, connections, newcomers)
     if newcomers.any():
@@ -446,23 +457,41 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         request.clustering == "auto" and n_connections >= AUTO_CLUSTERING_FROM
     )
     if use_clusters:
-        max_point_rate = np.asarray([c.rate.max() if len(c.rate) else 0.0 for c in connections])
+        max_point_rate = np.zeros(n_connections)
+        np.maximum.at(max_point_rate, np.repeat(np.arange(n_connections), sizes), point_rate)
         labels = cluster_connections(values, max_point_rate)
     else:
         labels = np.arange(n_connections)
-    clusters = [np.flatnonzero(labels == c).tolist() for c in range(int(labels.max()) + 1)]
+    # Members of each cluster in index order (a stable sort by label, cut where the label changes).
+    by_label = np.argsort(labels, kind="stable")
+    cuts = np.flatnonzero(np.diff(labels[by_label])) + 1
+    clusters = [m.tolist() for m in np.split(by_label, cuts)]
 
     cluster_values: FloatArray | None = None
+    # The answer of the gate's solve (connection or cluster weights): the bounded solve has the same lower bounds
+    # and tighter upper ones, and when that answer satisfies them it is the bounded answer too (Fox hands out the
+    # smallest keys among the candidate cells; a subset of cells that holds all of them yields the same), so Fox
+    # does not run again.
+    looser: IntArray | None = None
+
+    def fox_within(table: FloatArray, lo: IntArray, up: IntArray, prefer: IntArray) -> tuple[IntArray, float]:
+        nonlocal looser
+        if looser is not None and np.all(looser <= up):
+            return looser, float(table[np.arange(len(looser)), looser].max())
+        looser, optimum = fox_minimax(table, lo, up, resolution, prefer=prefer)
+        return looser, optimum
 
     def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
         if len(clusters) == n_connections:
             rows = np.arange(n_connections)
-            solved, optimum = fox_minimax(values, lo, up, resolution, prefer=weights)
+            solved, optimum = fox_within(values, lo, up, weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
         nonlocal cluster_values
         if cluster_values is None:  # built once: the gate's solve and the bounded one share it
-            cluster_values = _cluster_functions(clusters, connections, values, resolution)
-        return _solve_clustered(clusters, cluster_values, weights, lo, up, resolution)
+            cluster_values = _cluster_functions(
+                clusters, labels, (point_w, point_rate, point_n, sizes), values, resolution
+            )
+        return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, fox_within)
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
@@ -503,69 +532,82 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
 
 
 def _cluster_functions(
-    clusters: list[list[int]], connections: list[ConnectionMemory], values: FloatArray, resolution: int
+    clusters: list[list[int]],
+    labels: IntArray,
+    points: tuple[IntArray, FloatArray, IntArray, IntArray],
+    values: FloatArray,
+    resolution: int,
 ) -> FloatArray:
     """One function per cluster: a singleton's own; a cluster of n members holding W gives each about W/n, so its
     function G(W) is the members' blocking at W/n: the pooled points of all members, a member's point at weight w
-    counting at W = n w."""
-    multi = [m for m in clusters if len(m) > 1]
-    pooled = blocking_functions(
-        [
-            np.array(
-                (
-                    np.concatenate([connections[j].w for j in members]) * len(members),
-                    np.concatenate([connections[j].rate for j in members]),
-                    np.concatenate([connections[j].n for j in members]),
-                ),
-                dtype=np.float64,
-            )
-            for members in multi
-        ],
-        resolution,
-    )
+    counting at W = n w. `points`: every connection's (w, rate, n) end to end and how many each has."""
+    point_w, point_rate, point_n, sizes = points
+    members = np.bincount(labels, minlength=len(clusters))
+    multi = members > 1
     cluster_values = np.empty((len(clusters), resolution + 1))
-    k = 0
-    for c, members in enumerate(clusters):
-        if len(members) == 1:  # a singleton's pooled function is its own, already built
-            cluster_values[c] = values[members[0]]
-        else:
-            cluster_values[c] = pooled[k]
-            k += 1
+    # A singleton's pooled function is its own, already built.
+    cluster_values[~multi] = values[[m[0] for m in clusters if len(m) == 1]]
+    if multi.any():
+        point_cluster = labels[np.repeat(np.arange(len(labels)), sizes)]
+        pooled = multi[point_cluster]
+        # Each multi cluster's points in a row of its own: its members in index order, each member's in order
+        # (a stable sort keeps the connections' order).
+        order = np.argsort(point_cluster[pooled], kind="stable")
+        in_cluster = point_cluster[pooled][order]
+        cluster_values[multi] = blocking_functions_flat(
+            (point_w[pooled][order] * members[in_cluster]).astype(np.float64),
+            point_rate[pooled][order],
+            point_n[pooled][order].astype(np.float64),
+            np.bincount(in_cluster, minlength=len(clusters))[multi],
+            resolution,
+        )
     return cluster_values
 
 
 def _solve_clustered(
     clusters: list[list[int]],
+    labels: IntArray,
     cluster_values: FloatArray,
     weights: IntArray,
     lower: IntArray,
     upper: IntArray,
-    resolution: int,
+    fox: Callable[[FloatArray, IntArray, IntArray, IntArray], tuple[IntArray, float]],
 ) -> tuple[IntArray, float, FloatArray, FloatArray]:
-    """Fox over one function per cluster (`_cluster_functions`), then each cluster's weight shared evenly among its
-    members. Returns the weights, the optimum, and per member the predicted rate at the new and at the current
-    weights (its cluster's).
+    """Fox (`fox(table, lower, upper, prefer)`) over one function per cluster (`_cluster_functions`), then each cluster's weight shared evenly among its
+    members (`labels[j]`: connection j's cluster). Returns the weights, the optimum, and per member the predicted
+    rate at the new and at the current weights (its cluster's).
     """
-    index = [np.asarray(m) for m in clusters]
-    current_totals = np.asarray([weights[m].sum() for m in index])
-    cluster_weights, predicted = fox_minimax(
-        cluster_values,
-        np.asarray([lower[m].sum() for m in index]),
-        np.asarray([upper[m].sum() for m in index]),
-        resolution,
-        prefer=current_totals,
-    )
-    new_weights = np.zeros(len(weights), dtype=np.int64)
-    expected = np.zeros(len(weights))
-    current = np.zeros(len(weights))
-    rows = np.arange(len(clusters))
+    n_clusters = len(clusters)
+
+    def per_cluster(column: IntArray) -> IntArray:
+        # Integer sums (exact in float64 far beyond any weight total).
+        return np.bincount(labels, weights=column, minlength=n_clusters).astype(np.int64)
+
+    current_totals = per_cluster(weights)
+    cluster_lower, cluster_upper = per_cluster(lower), per_cluster(upper)
+    cluster_weights, predicted = fox(cluster_values, cluster_lower, cluster_upper, current_totals)
+    rows = np.arange(n_clusters)
     at_new = cluster_values[rows, cluster_weights]
     at_current = cluster_values[rows, current_totals]
-    for c, (member_index, total) in enumerate(zip(index, cluster_weights.tolist(), strict=True)):
-        if len(member_index) == 1:  # a singleton takes its cluster's weight (Fox kept it within its bounds)
-            new_weights[member_index[0]] = total
-        else:
-            new_weights[member_index] = even_split(total, lower[member_index], upper[member_index])
-        expected[member_index] = at_new[c]
-        current[member_index] = at_current[c]
-    return new_weights, predicted, expected, current
+    # A singleton takes its cluster's weight (Fox kept it within its bounds); a larger cluster's is split evenly.
+    new_weights = cluster_weights[labels]
+    # even_split's closed form for every cluster whose bounds do not bind, at once: base each, one more for the
+    # first `extra` members in index order; even_split itself for the others.
+    size = np.bincount(labels, minlength=n_clusters)
+    base, extra = np.divmod(cluster_weights, size)
+    highest_lower = np.zeros(n_clusters, dtype=np.int64)
+    np.maximum.at(highest_lower, labels, lower)
+    lowest_upper = np.full(n_clusters, np.iinfo(np.int64).max)
+    np.minimum.at(lowest_upper, labels, upper)
+    closed = (size > 1) & (highest_lower <= base) & (lowest_upper >= base + (extra > 0))
+    by_label = np.argsort(labels, kind="stable")
+    position = np.empty(len(labels), dtype=np.int64)  # a member's place in its cluster (index order)
+    position[by_label] = np.arange(len(labels)) - (np.cumsum(size) - size)[labels[by_label]]
+    member_closed = closed[labels]
+    new_weights[member_closed] = (base[labels] + (position < extra[labels]))[member_closed]
+    for c in np.flatnonzero((size > 1) & ~closed).tolist():
+        member_index = np.asarray(clusters[c])
+        new_weights[member_index] = even_split(
+            int(cluster_weights[c]), lower[member_index], upper[member_index]
+        )
+    return new_weights, predicted, at_new[labels], at_current[labels]
