@@ -39,32 +39,30 @@ def _map_parts(
     keep = instance.state_size / max(float(instance.state_size.sum()), 1e-300) + 1.0 / (instance.n_units + 1)
     column = np.full(instance.n_nodes, -1, dtype=np.int64)
     column[staying] = np.arange(len(staying))
-    part_of = np.concatenate([np.full(len(members), p, dtype=np.int64) for p, members in enumerate(parts)])
+    part_of = np.repeat(np.arange(len(parts)), [len(members) for members in parts])
     members = np.concatenate(parts)
     on = column[start[members]]
     held = on >= 0
     overlap = sp.coo_matrix(
         (keep[members][held], (part_of[held], on[held])), shape=(len(parts), len(staying))
     ).tocsr()  # duplicates summed
-    assignment = start.copy()
+    node_of_part = np.full(len(parts), -1, dtype=np.int64)  # a column of `staying` per part
     if len(parts) * len(staying) <= EXACT_MAPPING_CELLS:
         rows, cols = linear_sum_assignment(-overlap.toarray())
-        for p, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            assignment[parts[p]] = staying[c]
-        return assignment
-    entries = overlap.tocoo()
-    node_of_part = np.full(len(parts), -1, dtype=np.int64)
-    node_taken = np.zeros(len(staying), dtype=bool)
-    for k in np.argsort(-entries.data, kind="stable").tolist():
-        p, c = int(entries.row[k]), int(entries.col[k])
-        if node_of_part[p] < 0 and not node_taken[c]:
-            node_of_part[p] = c
-            node_taken[c] = True
-    free = iter(np.flatnonzero(~node_taken).tolist())
-    for p in np.flatnonzero(node_of_part < 0).tolist():
-        node_of_part[p] = next(free)  # at most as many parts as staying nodes
-    for p, members_p in enumerate(parts):
-        assignment[members_p] = staying[node_of_part[p]]
+        node_of_part[rows] = cols
+    else:
+        entries = overlap.tocoo()
+        node_taken = np.zeros(len(staying), dtype=bool)
+        for k in np.argsort(-entries.data, kind="stable").tolist():
+            p, c = int(entries.row[k]), int(entries.col[k])
+            if node_of_part[p] < 0 and not node_taken[c]:
+                node_of_part[p] = c
+                node_taken[c] = True
+        unmapped = np.flatnonzero(node_of_part < 0)  # at most as many parts as staying nodes
+        node_of_part[unmapped] = np.flatnonzero(~node_taken)[: len(unmapped)]
+    assignment = start.copy()
+    mapped = node_of_part[part_of] >= 0
+    assignment[members[mapped]] = staying[node_of_part[part_of[mapped]]]
     return assignment
 
 
