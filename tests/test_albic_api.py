@@ -138,6 +138,8 @@ def test_traffic_is_capped_in_the_schema(client: TestClient) -> None:
         ({"target_utilization": [40]}, ("body", "algorithm", "albic", "target_utilization")),
         ({"step_partition_load": 0}, ("body", "algorithm", "albic", "step_partition_load")),
         ({"pairs": "all"}, ("body", "algorithm", "albic", "pairs")),
+        ({"pairs": "budget", "balance_reserve": 1.5}, ("body", "algorithm", "albic", "balance_reserve")),
+        ({"pairs": "budget", "balance_reserve": -0.1}, ("body", "algorithm", "albic", "balance_reserve")),
     ],
 )
 def test_bad_albic_parameters_are_a_422(
