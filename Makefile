@@ -7,12 +7,13 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DEMO_PORT ?= 0
 
-.PHONY: run demo serve test lint bench bench-quick openapi clean client e2e
+.PHONY: run demo serve test lint bench bench-quick openapi clean client e2e lock
 
-$(STAMP): pyproject.toml
+# constraints.txt pins every package to the versions the suite last passed with (reproducible installs).
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -72,6 +73,14 @@ bench-quick: $(STAMP)
 ## openapi: regenerate schemas/openapi.json from the pydantic models
 openapi: $(STAMP)
 	$(BIN)/python -m schemas.export
+
+## lock: upgrade every dependency to its newest release within pyproject.toml's ranges and freeze the result into
+## constraints.txt (then run `make test` before committing it)
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet --upgrade -e '.[dev]'
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	touch $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(OPENAPI_VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks
