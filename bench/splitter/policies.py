@@ -48,7 +48,15 @@ class EndpointPolicy:
     clusters: list[list[list[int]]] = field(default_factory=list)
     predicted: list[float] = field(default_factory=list)
 
-    def __call__(self, time: float, weights: IntArray, counters: FloatArray, changed: bool) -> IntArray:
+    def __call__(
+        self,
+        time: float,
+        weights: IntArray,
+        counters: FloatArray,
+        changed: bool,
+        sent: IntArray,
+        in_flight: IntArray,
+    ) -> IntArray:
         members = [time >= self.joins.get(cid, float("-inf")) for cid in self.ids]
         body = {
             "connections": [
@@ -105,5 +113,13 @@ class OraclePolicy:
     before: IntArray
     after: IntArray
 
-    def __call__(self, time: float, weights: IntArray, counters: FloatArray, changed: bool) -> IntArray:
+    def __call__(
+        self,
+        time: float,
+        weights: IntArray,
+        counters: FloatArray,
+        changed: bool,
+        sent: IntArray,
+        in_flight: IntArray,
+    ) -> IntArray:
         return self.after if changed else self.before

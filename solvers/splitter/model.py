@@ -76,6 +76,21 @@ NOISE_SHARE = 0.02
 # send buffer draining at the difference of two rates), not the new weight: an interval counts for the new weight
 # only with the share of its time after that.
 TRANSITION_S = 0.5
+# Tuples sent and in flight (optional, per connection; issue 12, Fig. 10). A zero blocking rate means "kept up with
+# what it was sent", and in a stall (the splitter waits on one slow connection) every other connection is sent almost
+# nothing: its zero is no evidence that its weight is safe (those zeros kept 100x workers at weights 60-80 in
+# Fig. 10's first minute, and drafting followers' zeros kept them at 2-3 instead of 1 for good). With the tuples
+# the worker took in the interval (sent minus the change of those in flight), a zero counts only when the worker
+# took at least STALLED_SHARE of what its weight gets at the region's reference throughput: the highest it has
+# taken (tuples/s), which halves every REFERENCE_HALF_LIFE_S without a new high so that a region that lost capacity
+# for good re-learns its reference within minutes. Blocking is always evidence (it happened at that weight).
+REFERENCE_HALF_LIFE_S = 600.0
+STALLED_SHARE = 0.5
+# A re-exploration from 0 also fails when its worker took less than half of what it was sent in the interval (at
+# least BACKLOG_MIN_SENT sent): its buffer is filling and it will block once full (a dead worker's 16-tuple buffer
+# takes seconds to fill at a probe share, and the stall it then causes shows on the healthy connections' counters,
+# not its own).
+BACKLOG_MIN_SENT = 2
 # Probe share of a newcomer: 1/(8N) of the resolution, at most 2% (a 100x slow newcomer must never get a large
 # share before it has been measured), at least one unit.
 PROBE_SHARE_OF_EVEN = 1 / 8
@@ -109,6 +124,8 @@ class ConnectionMemory:
     decay_scale: float = 1.0  # this connection's share of exploration_decay
     # observed_at before which the weight stays 0 (a re-exploration from 0 that blocked again)
     held_until: float = float("-inf")
+    sent: float = -1.0  # cumulative tuples sent, at the previous call (-1: not reported)
+    taken: float = -1.0  # cumulative tuples its worker took (sent minus in flight), at the previous call
     failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
     def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
@@ -154,6 +171,7 @@ class SplitterMemory:
     observed_at: float
     calls: int
     connections: dict[str, ConnectionMemory]
+    reference_rate: float = 0.0  # tuples/s the region's workers took at best recently (0: none yet)
 
 
 @dataclass(frozen=True)
@@ -169,6 +187,8 @@ class SplitterInput:
     steady: bool = (
         True  # False: the paper's variant (re-optimise every call, no noise gate, no transition credit)
     )
+    sent: FloatArray | None = None  # (N,) cumulative tuples sent per connection (None: not reported)
+    in_flight: FloatArray | None = None  # (N,) of those, not yet taken into service by the worker (None: 0)
 
 
 @dataclass
@@ -288,6 +308,7 @@ def _measure(
             f"blocking rate above {MAX_BLOCKING_RATE:g} s/s clamped on: "
             f"{_named([request.ids[j] for j in np.flatnonzero(clamped)])}"
         )
+    stalled_zero, backlogged = _throughput_evidence(request, memory, connections, known, rates, elapsed)
     for j in np.flatnonzero(known & (weights > 0)).tolist():
         connection, w, rate = connections[j], int(weights[j]), float(rates[j])
         # Time at each weight inside the interval: the weight we returned at the previous call came into force
@@ -304,9 +325,12 @@ def _measure(
         # CLEAN_AFTER_S after the raise restores it. Judged, the raise is closed (previous = current). Not judged
         # clean sooner: a stall in progress is on no counter yet (select() returns first), and a small probe on a
         # dead worker blocks only once its send buffer is full (seconds later).
-        if connection.weight == w and w > connection.previous_weight >= 0:
+        on_probation = connection.weight == w and w > connection.previous_weight >= 0
+        if on_probation:
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
-            if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
+            if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise or (
+                backlogged[j] and connection.previous_weight == 0
+            ):
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
                 if request.steady:
                     connection.failed_now = True
@@ -319,9 +343,43 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
-        if credit > 0.0 or not np.any(connection.w == w):
+        if not stalled_zero[j] and (credit > 0.0 or not np.any(connection.w == w)):
             connection.smooth_in(w, rate, call, max(credit, 1e-3))
     return True
+
+
+def _throughput_evidence(
+    request: SplitterInput,
+    memory: SplitterMemory,
+    connections: list[ConnectionMemory],
+    known: np.ndarray,
+    rates: FloatArray,
+    elapsed: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """From the tuples sent and in flight (when reported): which connections read a zero that is no evidence (a
+    stall, see STALLED_SHARE) and which fell behind what they were sent (BACKLOG_MIN_SENT). Updates the region's
+    reference throughput."""
+    nothing = np.zeros(len(request.weights), dtype=bool)
+    if request.sent is None:
+        return nothing, nothing
+    taken_before = np.fromiter((c.taken for c in connections), dtype=np.float64, count=len(connections))
+    sent_before = np.fromiter((c.sent for c in connections), dtype=np.float64, count=len(connections))
+    taken = request.sent - (0.0 if request.in_flight is None else request.in_flight)
+    taken_now, sent_now = taken - taken_before, request.sent - sent_before
+    if not np.all((sent_before[known] >= 0) & (taken_before[known] >= 0) & (taken_now[known] >= 0)):
+        return (
+            nothing,
+            nothing,
+        )  # not reported before by every connection, or a counter reset: no region total
+    backlogged = known & (sent_now >= BACKLOG_MIN_SENT) & (taken_now < sent_now / 2)
+    taken_rate = taken_now / elapsed
+    reference = max(
+        float(taken_rate[known].sum()), memory.reference_rate * 0.5 ** (elapsed / REFERENCE_HALF_LIFE_S)
+    )
+    memory.reference_rate = reference
+    share = taken_rate * request.resolution / reference if reference > 0 else request.weights
+    stalled_zero = known & (rates <= 0) & (share < STALLED_SHARE * request.weights)
+    return stalled_zero, backlogged
 
 
 def _bounds(
@@ -434,6 +492,12 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     for j, connection in enumerate(connections):
         if measured or not known[j]:
             connection.counter = float(counters[j])
+            connection.sent = connection.taken = -1.0
+            if request.sent is not None:
+                connection.sent = float(request.sent[j])
+                connection.taken = connection.sent - (
+                    0.0 if request.in_flight is None else float(request.in_flight[j])
+                )
 
     no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
