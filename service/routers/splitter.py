@@ -122,9 +122,12 @@ def to_memory(model: SplitterModel) -> SplitterMemory:
                 expected_rate=c.expected_rate,
                 decay_scale=c.decay_scale,
                 held_until=float("-inf") if c.held_until is None else c.held_until,
+                sent=-1.0 if c.tuples_sent is None else float(c.tuples_sent),
+                taken=-1.0 if c.tuples_taken is None else float(c.tuples_taken),
             )
             for c in model.connections
         },
+        reference_rate=model.reference_rate,
     )
 
 
@@ -153,9 +156,12 @@ def model_fields(memory: SplitterMemory) -> dict[str, Any]:
                 "expected_rate": c.expected_rate,
                 "decay_scale": c.decay_scale,
                 "held_until": None if c.held_until == float("-inf") else c.held_until,
+                "tuples_sent": None if c.sent < 0 else int(c.sent),
+                "tuples_taken": None if c.taken < 0 else int(c.taken),
             }
             for cid, c in memory.connections.items()
         ],
+        "reference_rate": memory.reference_rate,
     }
 
 
@@ -182,6 +188,7 @@ async def splitter_weights(request: Request) -> Response:
     def work() -> Response:
         started = time.perf_counter()
         ids = tuple(c.id for c in body.connections)
+        sent = body.connections[0].tuples_sent is not None  # every connection or none (request_errors)
         solver_input = SplitterInput(
             ids=ids,
             weights=np.fromiter((c.weight for c in body.connections), dtype=np.int64),
@@ -192,6 +199,12 @@ async def splitter_weights(request: Request) -> Response:
             exploration_decay=body.exploration_decay,
             clustering=body.clustering,
             steady=body.steady_weights,
+            sent=np.fromiter((c.tuples_sent or 0 for c in body.connections), dtype=np.float64)
+            if sent
+            else None,
+            in_flight=np.fromiter((c.tuples_in_flight or 0 for c in body.connections), dtype=np.float64)
+            if sent
+            else None,
         )
         try:
             result = update_weights(solver_input, None if body.model is None else to_memory(body.model))

@@ -43,6 +43,8 @@ MIN_INTERVAL_S = 1e-3
 # One splitter thread cannot block longer than the elapsed time; counters that say otherwise (clock skew, a counter
 # summed over threads) are clamped so that a point stays a finite number the next call accepts.
 MAX_BLOCKING_RATE = 1e6
+# The region's reference throughput (tuples/s) is clamped here, for the same reason.
+MAX_TUPLE_RATE = 1e15
 # The paper applies its 10% decay once per iteration with statistics every second; we apply it per second of
 # elapsed time, so that an engine calling every 100 ms explores as often in time as one calling every second.
 DECAY_REFERENCE_S = 1.0
@@ -376,7 +378,7 @@ def _throughput_evidence(
     reference = max(
         float(taken_rate[known].sum()), memory.reference_rate * 0.5 ** (elapsed / REFERENCE_HALF_LIFE_S)
     )
-    memory.reference_rate = reference
+    memory.reference_rate = reference = min(reference, MAX_TUPLE_RATE)
     share = taken_rate * request.resolution / reference if reference > 0 else request.weights
     stalled_zero = known & (rates <= 0) & (share < STALLED_SHARE * request.weights)
     return stalled_zero, backlogged
