@@ -222,7 +222,7 @@ def test_vectorised_functions_equal_the_row_by_row_ones(rows: list[list[tuple[in
         st.lists(
             st.tuples(st.sampled_from([0.0, 1e-9, 0.5, 1.0, 1e6]) | st.floats(0, 10), st.integers(1, 4)),
             min_size=1,
-            max_size=33,
+            max_size=140,  # a connection's own row (<= 33) and pooled cluster rows (up to hundreds)
         ),
         min_size=1,
         max_size=6,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import email.message
+import itertools
 import json
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -104,31 +106,41 @@ async def parse_body(request: Request) -> SplitterRequest:
 
 
 def to_memory(model: SplitterModel) -> SplitterMemory:
-    return SplitterMemory(
-        resolution=model.resolution,
-        observed_at=model.observed_at,
-        calls=model.calls,
-        connections={
-            c.id: ConnectionMemory(
-                counter=c.cumulative_blocking_s,
-                w=np.asarray(c.w, dtype=np.int64),
-                rate=np.asarray(c.rate, dtype=np.float64),
-                n=np.asarray(c.n, dtype=np.int64),
-                seen=np.asarray(c.seen, dtype=np.int64),
-                var=np.zeros(len(c.w)) if c.var is None else np.asarray(c.var, dtype=np.float64),
-                weight=c.weight,
-                previous_weight=c.previous_weight,
-                changed_at=float("-inf") if c.changed_at is None else c.changed_at,
-                expected_rate=c.expected_rate,
-                decay_scale=c.decay_scale,
-                held_until=float("-inf") if c.held_until is None else c.held_until,
-                sent=-1.0 if c.tuples_sent is None else float(c.tuples_sent),
-                taken=-1.0 if c.tuples_taken is None else float(c.tuples_taken),
-            )
-            for c in model.connections
-        },
-        reference_rate=model.reference_rate,
-    )
+    """The solver's memory of a model: each column of all connections' points read once into one array (their
+    per-connection arrays are views into it), not one small array per connection and column."""
+    connections = model.connections
+    sizes = [len(c.w) for c in connections]
+    total = sum(sizes)
+
+    def column(values: Iterator[Iterable[float]], dtype: type) -> np.ndarray:
+        return np.fromiter(itertools.chain.from_iterable(values), dtype=dtype, count=total)
+
+    w = column((c.w for c in connections), np.int64)
+    rate = column((c.rate for c in connections), np.float64)
+    n = column((c.n for c in connections), np.int64)
+    seen = column((c.seen for c in connections), np.int64)
+    var = column((c.var if c.var is not None else [0.0] * len(c.w) for c in connections), np.float64)
+    memory: dict[str, ConnectionMemory] = {}
+    end = 0
+    for c, size in zip(connections, sizes, strict=True):
+        start, end = end, end + size
+        memory[c.id] = ConnectionMemory(
+            counter=c.cumulative_blocking_s,
+            w=w[start:end],
+            rate=rate[start:end],
+            n=n[start:end],
+            seen=seen[start:end],
+            var=var[start:end],
+            weight=c.weight,
+            previous_weight=c.previous_weight,
+            changed_at=float("-inf") if c.changed_at is None else c.changed_at,
+            expected_rate=c.expected_rate,
+            decay_scale=c.decay_scale,
+            held_until=float("-inf") if c.held_until is None else c.held_until,
+            sent=-1.0 if c.tuples_sent is None else float(c.tuples_sent),
+            taken=-1.0 if c.tuples_taken is None else float(c.tuples_taken),
+        )
+    return SplitterMemory(model.resolution, model.observed_at, model.calls, memory, model.reference_rate)
 
 
 def model_fields(memory: SplitterMemory) -> dict[str, Any]:

@@ -13,33 +13,68 @@ tie-breaker far below any measurable rate that makes Fox prefer measured weights
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 from scipy.optimize import isotonic_regression
 
 from solvers.instance import FloatArray, IntArray
 
 MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s over 1000 units
-# Rows up to this many points (a connection's own: the origin and at most 32 points) get their monotone regression
-# in one vectorised pass (O(k^2) per row, no Python per row); longer (pooled cluster) rows go to scipy one by one.
-MAX_BATCHED_ROW = 33
-BATCH_EDGES = (8, 16, 24, MAX_BATCHED_ROW)
+# Rounds of pool-adjacent-violators on all rows before the min-max formula takes the rows still violating (see
+# _isotonic_rows): six rounds pool the decreasing runs of learned data (the exploration decay leaves a falling tail
+# above the current weight) and shrink the rows the O(k^2) formula sees.
+POOLING_ROUNDS = 6
 
 
 def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths: IntArray) -> None:
     """Weighted non-decreasing regression of the rows y[starts[r] : starts[r] + lengths[r]], in place, all rows at
-    once by the min-max formula: fit_i = max over a <= i of min over b >= i of mean(a..b) (Barlow et al. 1972),
-    with the means from cumulative sums. Same result as pool-adjacent-violators."""
+    once (weights are positive: observation counts).
+
+    First POOLING_ROUNDS rounds of pool-adjacent-violators on every row together: a round pools every maximal run of
+    adjacent blocks whose means decrease into one block (a sequence of the algorithm's own pair pools, so the answer
+    is unchanged). A run that rises and then drops takes one round per block to cascade, so the rows still violating
+    after that go, as their blocks, to the min-max formula: fit_i = max over a <= i of min over b >= i of the
+    weighted mean of blocks a..b (Barlow et al. 1972), from cumulative sums, all rows in one padded pass."""
+    total = int(lengths.sum())
+    if total == 0:
+        return
+    index = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)  # row by row
+    block_w: np.ndarray = weight[index].astype(np.float64)
+    block_wy: np.ndarray = block_w * y[index]
+    block_row = np.repeat(np.arange(len(starts)), lengths)
+    label = np.arange(total)  # each point's block
+    for _ in range(POOLING_ROUNDS):
+        mean = block_wy / block_w
+        pool = (mean[:-1] > mean[1:]) & (block_row[:-1] == block_row[1:])  # block k pools with block k + 1
+        if not pool.any():
+            y[index] = mean[label]
+            return
+        first = np.concatenate(([True], ~pool))
+        new_block = np.cumsum(first) - 1
+        block_w = np.bincount(new_block, weights=block_w)
+        block_wy = np.bincount(new_block, weights=block_wy)
+        block_row = block_row[first]
+        label = new_block[label]
+    mean = block_wy / block_w
+    violating = np.unique(block_row[1:][(mean[:-1] > mean[1:]) & (block_row[:-1] == block_row[1:])])
+    if len(violating):
+        _min_max_rows(mean, block_w, block_row, violating)
+    y[index] = mean[label]
+
+
+def _min_max_rows(mean: FloatArray, weight: FloatArray, row: IntArray, rows: IntArray) -> None:
+    """The min-max formula on the blocks of `rows` (blocks in row order, `row[k]` each block's row), in place."""
+    sizes = np.bincount(row, minlength=int(row.max()) + 1)
+    first_block = np.cumsum(sizes) - sizes
+    lengths = sizes[rows]
     width = int(lengths.max())
     offsets = np.arange(width)
     valid = offsets[None, :] < lengths[:, None]
-    index = np.where(valid, starts[:, None] + offsets[None, :], 0)
+    index = np.where(valid, first_block[rows][:, None] + offsets[None, :], 0)
     w = np.where(valid, weight[index], 0.0)
-    wy = w * np.where(valid, y[index], 0.0)
-    cw = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(w, axis=1)), axis=1)
-    cwy = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(wy, axis=1)), axis=1)
-    # reversed_mean[r, a, k] = mean of points a..b, b = width - 1 - k, built reversed along b so that the running
+    wy = w * np.where(valid, mean[index], 0.0)
+    cw = np.concatenate((np.zeros((len(rows), 1)), np.cumsum(w, axis=1)), axis=1)
+    cwy = np.concatenate((np.zeros((len(rows), 1)), np.cumsum(wy, axis=1)), axis=1)
+    # reversed_mean[r, a, k] = mean of blocks a..b, b = width - 1 - k, built reversed along b so that the running
     # minimum over b >= i runs forward over memory; +inf where a > b so that the minimum ignores it. Beyond a row's
     # length the padding weighs 0, so mean(a..b) there repeats mean(a..length - 1): the minimum is unchanged.
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -50,7 +85,7 @@ def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths:
     suffix_min = reversed_mean[:, :, ::-1]  # [r, a, i]: min over b >= i
     np.copyto(suffix_min, -np.inf, where=offsets[None, :, None] > offsets[None, None, :])  # only a <= i
     fit = suffix_min.max(axis=1)
-    y[index[valid]] = fit[valid]
+    mean[index[valid]] = fit[valid]
 
 
 def blocking_function(
@@ -127,17 +162,7 @@ def blocking_functions_flat(
     decreasing = np.flatnonzero((np.diff(y) < 0) & (row[1:] == row[:-1]))
     if len(decreasing):
         rows = np.unique(row[decreasing + 1])
-        lengths = last[rows] - starts[rows] + 1
-        small = lengths <= MAX_BATCHED_ROW
-        # Batches by length: the batched cost grows with the longest row squared, padding included (each row's fit
-        # does not depend on its batch).
-        for narrow, wide in itertools.pairwise((0, *BATCH_EDGES)):
-            batch = (lengths > narrow) & (lengths <= wide)
-            if batch.any():
-                _isotonic_rows(y, weight, starts[rows[batch]], lengths[batch])
-        for j in rows[~small].tolist():  # long pooled rows: scipy's pool-adjacent-violators, one call each
-            part = slice(int(starts[j]), int(last[j]) + 1)
-            y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
+        _isotonic_rows(y, weight, starts[rows], last[rows] - starts[rows] + 1)
     has_points = last > starts
     x_last, y_last = x[last], y[last]
     slope = np.full(n, MIN_SLOPE)

@@ -130,12 +130,14 @@ class ConnectionMemory:
     taken: float = -1.0  # cumulative tuples its worker took (sent minus in flight), at the previous call
     failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
-    def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
+    def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0, at: int | None = None) -> None:
         """Smooth one measurement into the point at w; `credit` (0..1] is the share of the interval that was spent
-        at w (a transition counts less)."""
-        at = np.flatnonzero(self.w == w)
-        if len(at):
-            k = int(at[0])
+        at w (a transition counts less). `at`: the index of the point at w if known (-1: none)."""
+        if at is None:
+            found = np.flatnonzero(self.w == w)
+            at = int(found[0]) if len(found) else -1
+        if at >= 0:
+            k = at
             n = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
             self.n[k] = n
             # Python floats (the same IEEE operations as on numpy scalars, without their overhead).
@@ -311,6 +313,7 @@ def _measure(
             f"{_named([request.ids[j] for j in np.flatnonzero(clamped)])}"
         )
     stalled_zero, backlogged = _throughput_evidence(request, memory, connections, known, rates, elapsed)
+    point_at = _point_at_weight(connections, weights).tolist()
     for j in np.flatnonzero(known & (weights > 0)).tolist():
         connection, w, rate = connections[j], int(weights[j]), float(rates[j])
         # Time at each weight inside the interval: the weight we returned at the previous call came into force
@@ -322,7 +325,7 @@ def _measure(
         )
         credit = 1.0
         if changed_now and request.steady:
-            credit = float(np.clip((elapsed - TRANSITION_S) / elapsed, 0.0, 1.0))
+            credit = min(max((elapsed - TRANSITION_S) / elapsed, 0.0), 1.0)
         # A raised weight is on probation until judged: blocked again (any interval at it) halves the decay; clean
         # CLEAN_AFTER_S after the raise restores it. Judged, the raise is closed (previous = current). Not judged
         # clean sooner: a stall in progress is on no counter yet (select() returns first), and a small probe on a
@@ -345,9 +348,22 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
-        if not stalled_zero[j] and (credit > 0.0 or not np.any(connection.w == w)):
-            connection.smooth_in(w, rate, call, max(credit, 1e-3))
+        if not stalled_zero[j] and (credit > 0.0 or point_at[j] < 0):
+            connection.smooth_in(w, rate, call, max(credit, 1e-3), point_at[j])
     return True
+
+
+def _point_at_weight(connections: list[ConnectionMemory], weights: IntArray) -> IntArray:
+    """Per connection, the index of its point at its weight (one connection's points never share a weight), or -1:
+    for all connections in one vectorised pass."""
+    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=len(connections))
+    found = np.full(len(connections), -1, dtype=np.int64)
+    if not sizes.any():
+        return found
+    owner = np.repeat(np.arange(len(connections)), sizes)
+    hits = np.flatnonzero(np.concatenate([c.w for c in connections]) == weights[owner])
+    found[owner[hits]] = hits - (np.cumsum(sizes) - sizes)[owner[hits]]
+    return found
 
 
 def _throughput_evidence(
