@@ -258,24 +258,22 @@ def model_errors(model: SplitterModel) -> list[tuple[Loc, str]]:
             )
         ids.add(connection.id)
         loc: Loc = ("body", "model", "connections", i)
-        columns: list[list[int] | list[float]] = [
-            connection.w,
-            connection.rate,
-            connection.n,
-            connection.seen,
-        ]
-        if connection.var is not None:
-            columns.append(connection.var)
-        if len({len(column) for column in columns}) > 1:
+        size = len(connection.w)
+        if not (
+            len(connection.rate) == len(connection.n) == len(connection.seen) == size
+            and (connection.var is None or len(connection.var) == size)
+        ):
             errors.append((loc, "columns w, rate, n, seen (and var) must have equal length"))
             continue
         if connection.weight > model.resolution or connection.previous_weight > model.resolution:
             errors.append(((*loc, "weight"), f"weights exceed the model's resolution {model.resolution}"))
-        for k, w in enumerate(connection.w):
-            if w > model.resolution:
-                errors.append(
-                    ((*loc, "w", k), f"weight {w} exceeds the model's resolution {model.resolution}")
-                )
+        # max() first (C): the per-point loop, which names the offending points, runs only when one offends.
+        if max(connection.w, default=0) > model.resolution:
+            for k, w in enumerate(connection.w):
+                if w > model.resolution:
+                    errors.append(
+                        ((*loc, "w", k), f"weight {w} exceeds the model's resolution {model.resolution}")
+                    )
         if len(set(connection.w)) < len(connection.w):
             errors.append(((*loc, "w"), "duplicate point weights"))
         if (
@@ -284,7 +282,10 @@ def model_errors(model: SplitterModel) -> list[tuple[Loc, str]]:
             and connection.tuples_taken > connection.tuples_sent
         ):
             errors.append(((*loc, "tuples_taken"), "tuples_taken cannot exceed tuples_sent"))
-        for k, seen in enumerate(connection.seen):
-            if seen > model.calls:
-                errors.append(((*loc, "seen", k), f"seen {seen} is after the model's calls {model.calls}"))
+        if max(connection.seen, default=0) > model.calls:
+            for k, seen in enumerate(connection.seen):
+                if seen > model.calls:
+                    errors.append(
+                        ((*loc, "seen", k), f"seen {seen} is after the model's calls {model.calls}")
+                    )
     return errors
