@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.message
+import functools
 import itertools
 import json
 import time
@@ -42,6 +43,7 @@ REQUEST_BODY = {
 REQUEST_ADAPTER = TypeAdapter(SplitterRequest)
 
 
+@functools.lru_cache(maxsize=64)
 def _is_json(content_type: str | None) -> bool:
     """FastAPI's rule for a JSON body: application/json or application/*+json (no content type: not JSON)."""
     if not content_type:

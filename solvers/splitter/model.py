@@ -598,12 +598,13 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
             solved = None
     new_weights, predicted, expected, _ = solved if solved is not None else solve(lower, upper)
 
-    for j, connection in enumerate(connections):
-        w = int(new_weights[j])
-        if w != int(weights[j]) or connection.weight < 0:
-            connection.previous_weight = int(weights[j])
+    for connection, w, before, rate in zip(
+        connections, new_weights.tolist(), weights.tolist(), expected.tolist(), strict=True
+    ):
+        if w != before or connection.weight < 0:
+            connection.previous_weight = before
             connection.changed_at = request.observed_at
-            connection.expected_rate = float(min(expected[j], MAX_BLOCKING_RATE))
+            connection.expected_rate = min(rate, MAX_BLOCKING_RATE)
         connection.weight = w
 
     memory.connections = dict(zip(request.ids, connections, strict=True))
