@@ -13,6 +13,8 @@ tie-breaker far below any measurable rate that makes Fox prefer measured weights
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.optimize import isotonic_regression
 
@@ -138,14 +140,22 @@ def blocking_functions(points: list[FloatArray], resolution: int) -> FloatArray:
     return blocking_functions_flat(w, rate, count, sizes, resolution)
 
 
-def blocking_functions_flat(
+class FittedRows(NamedTuple):
+    """Every row's fitted points end to end: row j's points (its origin first) at key = j x stride + weight, sorted;
+    `y` their monotone fit, `last[j]` the index of row j's last point, `slope[j]` its extrapolation slope."""
+
+    key: FloatArray
+    y: FloatArray
+    last: IntArray
+    slope: FloatArray
+    stride: float
+
+
+def fit_rows(
     w: FloatArray, rate: FloatArray, count: FloatArray, sizes: IntArray, resolution: int
-) -> FloatArray:
-    """`blocking_functions` from the points of all rows end to end (row j's are the next sizes[j])."""
+) -> FittedRows:
+    """The fitted points of `blocking_functions_flat` (row j's raw points are the next sizes[j]), before the table."""
     n = len(sizes)
-    grid = np.arange(resolution + 1, dtype=np.float64)
-    if not sizes.any():
-        return np.broadcast_to(MIN_SLOPE * grid, (n, resolution + 1)).copy()
     stacked = np.empty((3, n + len(w)))  # an origin per row first
     stacked[:, :n] = [[0.0], [0.0], [1.0]]
     stacked[0, n:], stacked[1, n:], stacked[2, n:] = w, rate, count
@@ -170,17 +180,35 @@ def blocking_functions_flat(
         segment = (y_last - y[last - 1]) / (x_last - x[last - 1])
         ray = y_last / x_last
     slope[has_points] = np.maximum(np.maximum(segment, ray), MIN_SLOPE)[has_points]
+    return FittedRows(key, y, last, slope, stride)
+
+
+def tabulate(fit: FittedRows, resolution: int) -> FloatArray:
+    """F_j(0..resolution) of every fitted row."""
+    n = len(fit.last)
+    grid = np.arange(resolution + 1, dtype=np.float64)
+    x_last, y_last = fit.key[fit.last] - np.arange(n) * fit.stride, fit.y[fit.last]
     # The extrapolation over the whole table in place (no temporaries), then the interpolation only where a row has
     # points (w <= its last point's weight): most of a table lies beyond its evidence.
     values = np.empty((n, resolution + 1))
     values[:] = grid
     values -= x_last[:, None]
-    values *= slope[:, None]
+    values *= fit.slope[:, None]
     values += y_last[:, None]
     inside = np.minimum(
         np.floor(x_last).astype(np.int64) + 1, resolution + 1
     )  # grid points w <= x_last per row
     rows = np.repeat(np.arange(n), inside)
     cells = np.arange(len(rows)) - np.repeat(np.cumsum(inside) - inside, inside)  # w within its row
-    values[rows, cells] = np.interp(grid[cells] + stride * rows, key, y)
+    values[rows, cells] = np.interp(grid[cells] + fit.stride * rows, fit.key, fit.y)
     return values
+
+
+def blocking_functions_flat(
+    w: FloatArray, rate: FloatArray, count: FloatArray, sizes: IntArray, resolution: int
+) -> FloatArray:
+    """`blocking_functions` from the points of all rows end to end (row j's are the next sizes[j])."""
+    if not sizes.any():
+        grid = np.arange(resolution + 1, dtype=np.float64)
+        return np.broadcast_to(MIN_SLOPE * grid, (len(sizes), resolution + 1)).copy()
+    return tabulate(fit_rows(w, rate, count, sizes, resolution), resolution)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.instance import FloatArray, IntArray
-from solvers.splitter.clustering import cluster_connections
+from solvers.splitter.clustering import cluster_by_features, fitted_features, function_features
 from solvers.splitter.fox import fox_minimax
-from solvers.splitter.functions import blocking_functions_flat
+from solvers.splitter.functions import blocking_functions_flat, fit_rows, tabulate
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
@@ -526,9 +526,17 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     point_w = np.concatenate([c.w for c in connections])
     point_rate = np.concatenate([c.rate for c in connections])
     point_n = np.concatenate([c.n for c in connections])
-    values = blocking_functions_flat(
-        point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution
-    )
+    fit = fit_rows(point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution)
+    table: FloatArray | None = None
+
+    def connection_values() -> FloatArray:
+        # The connections' own table, built only when it is solved over (no clusters); the clustering reads its
+        # features off the fitted points, and a singleton cluster's row is built with the other clusters'.
+        nonlocal table
+        if table is None:
+            table = tabulate(fit, resolution)
+        return table
+
     lower, upper = _bounds(request, connections, newcomers)
     if newcomers.any():
         notes.append(
@@ -541,7 +549,10 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     if use_clusters:
         max_point_rate = np.zeros(n_connections)
         np.maximum.at(max_point_rate, np.repeat(np.arange(n_connections), sizes), point_rate)
-        labels = cluster_connections(values, max_point_rate)
+        features = fitted_features(fit, resolution)
+        if features is None:  # an F(knee) underflowed: the table's features
+            features = function_features(connection_values())
+        labels = cluster_by_features(features, max_point_rate)
     else:
         labels = np.arange(n_connections)
     # Members of each cluster in index order (a stable sort by label, cut where the label changes).
@@ -566,12 +577,13 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
         if len(clusters) == n_connections:
             rows = np.arange(n_connections)
+            values = connection_values()
             solved, optimum = fox_within(values, lo, up, weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
         nonlocal cluster_values
         if cluster_values is None:  # built once: the gate's solve and the bounded one share it
             cluster_values = _cluster_functions(
-                clusters, labels, (point_w, point_rate, point_n, sizes), values, resolution
+                clusters, labels, (point_w, point_rate, point_n, sizes), resolution
             )
         return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, fox_within)
 
@@ -618,33 +630,26 @@ def _cluster_functions(
     clusters: list[list[int]],
     labels: IntArray,
     points: tuple[IntArray, FloatArray, IntArray, IntArray],
-    values: FloatArray,
     resolution: int,
 ) -> FloatArray:
-    """One function per cluster: a singleton's own; a cluster of n members holding W gives each about W/n, so its
-    function G(W) is the members' blocking at W/n: the pooled points of all members, a member's point at weight w
-    counting at W = n w. `points`: every connection's (w, rate, n) end to end and how many each has."""
+    """One function per cluster: a cluster of n members holding W gives each about W/n, so its function G(W) is the
+    members' blocking at W/n: the pooled points of all members, a member's point at weight w counting at W = n w (a
+    singleton's is its own function, bit for bit: the same points, and the rows' stride does not change the
+    arithmetic on integer weights). `points`: every connection's (w, rate, n) end to end and how many each has."""
     point_w, point_rate, point_n, sizes = points
     members = np.bincount(labels, minlength=len(clusters))
-    multi = members > 1
-    cluster_values = np.empty((len(clusters), resolution + 1))
-    # A singleton's pooled function is its own, already built.
-    cluster_values[~multi] = values[[m[0] for m in clusters if len(m) == 1]]
-    if multi.any():
-        point_cluster = labels[np.repeat(np.arange(len(labels)), sizes)]
-        pooled = multi[point_cluster]
-        # Each multi cluster's points in a row of its own: its members in index order, each member's in order
-        # (a stable sort keeps the connections' order).
-        order = np.argsort(point_cluster[pooled], kind="stable")
-        in_cluster = point_cluster[pooled][order]
-        cluster_values[multi] = blocking_functions_flat(
-            (point_w[pooled][order] * members[in_cluster]).astype(np.float64),
-            point_rate[pooled][order],
-            point_n[pooled][order].astype(np.float64),
-            np.bincount(in_cluster, minlength=len(clusters))[multi],
-            resolution,
-        )
-    return cluster_values
+    point_cluster = labels[np.repeat(np.arange(len(labels)), sizes)]
+    # Each cluster's points in a row of its own: its members in index order, each member's in order (a stable sort
+    # keeps the connections' order).
+    order = np.argsort(point_cluster, kind="stable")
+    in_cluster = point_cluster[order]
+    return blocking_functions_flat(
+        (point_w[order] * members[in_cluster]).astype(np.float64),
+        point_rate[order],
+        point_n[order].astype(np.float64),
+        np.bincount(in_cluster, minlength=len(clusters)),
+        resolution,
+    )
 
 
 def _solve_clustered(
