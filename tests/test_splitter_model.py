@@ -15,6 +15,7 @@ from solvers.splitter.functions import (
     blocking_functions,
     blocking_functions_flat,
     fit_rows,
+    select_rows,
     tabulate,
 )
 from solvers.splitter.model import (
@@ -253,7 +254,8 @@ def test_features_from_the_fit_are_the_tables(
 
 
 def test_a_row_is_the_same_whatever_the_other_rows() -> None:
-    # A singleton cluster's function is built with the pooled clusters' (another stride): bit for bit its own.
+    # A pooled row built beside others (another stride) and a fitted row selected out of the connections' fit (for a
+    # singleton cluster) are, bit for bit, the row built alone.
     own = blocking_functions_flat(
         np.asarray([3.0, 9.0, 20.0]),
         np.asarray([0.1, 0.05, 0.7]),
@@ -269,6 +271,17 @@ def test_a_row_is_the_same_whatever_the_other_rows() -> None:
         100,
     )
     np.testing.assert_array_equal(with_pool[0], own[0])
+    fit = fit_rows(
+        np.asarray([400.0, 250.0, 3.0, 9.0, 20.0]),
+        np.asarray([0.3, 0.9, 0.1, 0.05, 0.7]),
+        np.asarray([4.0, 1.0, 3.0, 1.0, 2.0]),
+        np.asarray([2, 0, 3]),
+        100,
+    )
+    np.testing.assert_array_equal(tabulate(select_rows(fit, np.asarray([2])), 100)[0], own[0])
+    np.testing.assert_array_equal(
+        tabulate(select_rows(fit, np.asarray([2, 0])), 100), tabulate(fit, 100)[[2, 0]]
+    )
 
 
 @settings(max_examples=200, deadline=None)

@@ -23,7 +23,7 @@ import numpy as np
 from solvers.instance import FloatArray, IntArray
 from solvers.splitter.clustering import cluster_by_features, fitted_features, function_features
 from solvers.splitter.fox import fox_minimax
-from solvers.splitter.functions import blocking_functions_flat, fit_rows, tabulate
+from solvers.splitter.functions import FittedRows, blocking_functions_flat, fit_rows, select_rows, tabulate
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
@@ -531,7 +531,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
 
     def connection_values() -> FloatArray:
         # The connections' own table, built only when it is solved over (no clusters); the clustering reads its
-        # features off the fitted points, and a singleton cluster's row is built with the other clusters'.
+        # features off the fitted points, and the cluster table tabulates only the singletons' fitted rows.
         nonlocal table
         if table is None:
             table = tabulate(fit, resolution)
@@ -583,7 +583,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         nonlocal cluster_values
         if cluster_values is None:  # built once: the gate's solve and the bounded one share it
             cluster_values = _cluster_functions(
-                clusters, labels, (point_w, point_rate, point_n, sizes), resolution
+                clusters, labels, (point_w, point_rate, point_n, sizes), fit, resolution
             )
         return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, fox_within)
 
@@ -630,26 +630,35 @@ def _cluster_functions(
     clusters: list[list[int]],
     labels: IntArray,
     points: tuple[IntArray, FloatArray, IntArray, IntArray],
+    fit: FittedRows,
     resolution: int,
 ) -> FloatArray:
-    """One function per cluster: a cluster of n members holding W gives each about W/n, so its function G(W) is the
-    members' blocking at W/n: the pooled points of all members, a member's point at weight w counting at W = n w (a
-    singleton's is its own function, bit for bit: the same points, and the rows' stride does not change the
-    arithmetic on integer weights). `points`: every connection's (w, rate, n) end to end and how many each has."""
+    """One function per cluster: a singleton's own (its fitted row, tabulated); a cluster of n members holding W
+    gives each about W/n, so its function G(W) is the members' blocking at W/n: the pooled points of all members, a
+    member's point at weight w counting at W = n w. `points`: every connection's (w, rate, n) end to end and how many
+    each has; `fit`: the connections' fitted rows."""
     point_w, point_rate, point_n, sizes = points
     members = np.bincount(labels, minlength=len(clusters))
-    point_cluster = labels[np.repeat(np.arange(len(labels)), sizes)]
-    # Each cluster's points in a row of its own: its members in index order, each member's in order (a stable sort
-    # keeps the connections' order).
-    order = np.argsort(point_cluster, kind="stable")
-    in_cluster = point_cluster[order]
-    return blocking_functions_flat(
-        (point_w[order] * members[in_cluster]).astype(np.float64),
-        point_rate[order],
-        point_n[order].astype(np.float64),
-        np.bincount(in_cluster, minlength=len(clusters)),
-        resolution,
-    )
+    multi = members > 1
+    cluster_values = np.empty((len(clusters), resolution + 1))
+    singletons = np.asarray([m[0] for m in clusters if len(m) == 1], dtype=np.int64)
+    if len(singletons):
+        cluster_values[~multi] = tabulate(select_rows(fit, singletons), resolution)
+    if multi.any():
+        point_cluster = labels[np.repeat(np.arange(len(labels)), sizes)]
+        pooled = multi[point_cluster]
+        # Each multi cluster's points in a row of its own: its members in index order, each member's in order
+        # (a stable sort keeps the connections' order).
+        order = np.argsort(point_cluster[pooled], kind="stable")
+        in_cluster = point_cluster[pooled][order]
+        cluster_values[multi] = blocking_functions_flat(
+            (point_w[pooled][order] * members[in_cluster]).astype(np.float64),
+            point_rate[pooled][order],
+            point_n[pooled][order].astype(np.float64),
+            np.bincount(in_cluster, minlength=len(clusters))[multi],
+            resolution,
+        )
+    return cluster_values
 
 
 def _solve_clustered(
