@@ -10,7 +10,9 @@ Beyond the paper (issue 12: regions whose membership changes in production), eac
 - exploration backs off per connection (a re-exploration that blocked again halves that connection's decay) and the
   decay follows elapsed time, not the number of calls;
 - steady weights: an interval that starts with a weight change counts only for the time after a transition
-  allowance, and weights change only when the predicted gain exceeds the measurement noise.
+  allowance, and weights change only when the predicted gain exceeds the measurement noise;
+- throughput evidence (optional tuple counts): a zero read while the worker took almost nothing (a stall, drafting,
+  a buffer filling) is no evidence that the weight is safe, and a probe whose worker falls behind fails.
 """
 
 from __future__ import annotations
@@ -384,11 +386,9 @@ def _throughput_evidence(
     sent_before = np.fromiter((c.sent for c in connections), dtype=np.float64, count=len(connections))
     taken = request.sent - (0.0 if request.in_flight is None else request.in_flight)
     taken_now, sent_now = taken - taken_before, request.sent - sent_before
+    # Not reported before by every connection, or a counter reset: no region total this interval.
     if not np.all((sent_before[known] >= 0) & (taken_before[known] >= 0) & (taken_now[known] >= 0)):
-        return (
-            nothing,
-            nothing,
-        )  # not reported before by every connection, or a counter reset: no region total
+        return nothing, nothing
     backlogged = known & (sent_now >= BACKLOG_MIN_SENT) & (taken_now < sent_now / 2)
     taken_rate = taken_now / elapsed
     reference = max(
