@@ -10,8 +10,11 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from schemas.common import Identifier, NonNegativeFloat, ResponseModel, StrictModel
-from solvers.splitter.model import MAX_CALLS, MIN_DECAY_SCALE
+from solvers.splitter.model import MAX_CALLS, MAX_TUPLE_RATE, MIN_DECAY_SCALE
 from solvers.splitter.model import MAX_POINTS as MAX_POINTS_PER_CONNECTION
+
+# Tuple counts are exact integers in JSON and in float64 up to 2**53.
+TupleCount = Annotated[int, Field(ge=0, le=MAX_CALLS)]
 
 # Version 2 adds each connection's weight state (returned weight, the one before, when it changed, the predicted
 # rate, the exploration back-off). A version-1 model is migrated: its points are kept, the weight state starts empty.
@@ -34,6 +37,18 @@ class SplitterConnection(StrictModel):
     cumulative_blocking_s: NonNegativeFloat = Field(
         description="Seconds the splitter has blocked sending on this connection since the transport started "
         "counting; a decrease means the counter was reset."
+    )
+    tuples_sent: TupleCount | None = Field(
+        default=None,
+        description="Optional: tuples the splitter has sent on this connection (cumulative). Report it for every "
+        "connection or for none. With it, a zero blocking rate read while the worker took almost nothing (the "
+        "splitter stalled on another connection) is not taken as evidence that the weight is safe.",
+    )
+    tuples_in_flight: TupleCount | None = Field(
+        default=None,
+        description="Optional, with tuples_sent: of those, tuples not yet taken into service by the worker at "
+        "observed_at (in the send buffer, the network or its input queue); absent: 0. With it, tuples a buffer "
+        "absorbed do not count as kept up with, and a probe whose worker falls behind fails before it blocks.",
     )
 
 
@@ -87,6 +102,13 @@ class ModelConnection(StrictModel):
         allow_inf_nan=False,
         description="observed_at before which the weight stays 0: a re-exploration from 0 that blocked again (version 3).",
     )
+    tuples_sent: TupleCount | None = Field(
+        default=None, description="tuples_sent at the previous call (null: not reported)."
+    )
+    tuples_taken: TupleCount | None = Field(
+        default=None,
+        description="tuples_sent minus tuples_in_flight at the previous call (null: not reported).",
+    )
 
 
 class SplitterModel(StrictModel):
@@ -99,6 +121,13 @@ class SplitterModel(StrictModel):
     observed_at: float = Field(allow_inf_nan=False, description="observed_at of the previous call.")
     calls: int = Field(ge=0, le=MAX_CALLS, description="Calls that built this model (saturates at 2**53).")
     connections: list[ModelConnection] = Field(max_length=MAX_CONNECTIONS)
+    reference_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=MAX_TUPLE_RATE,
+        allow_inf_nan=False,
+        description="Tuples per second the region's workers took at best recently (from tuples_sent; 0: none).",
+    )
 
 
 class SplitterRequest(StrictModel):
@@ -170,6 +199,25 @@ def request_errors(request: SplitterRequest) -> list[tuple[Loc, str]]:
             errors.append(
                 (("body", "connections", i, "weight"), f"weight exceeds resolution {request.resolution}")
             )
+    reported = [c.tuples_sent is not None for c in request.connections]
+    if any(reported) and not all(reported):
+        missing = reported.index(False)
+        errors.append(
+            (
+                ("body", "connections", missing, "tuples_sent"),
+                "report tuples_sent for every connection or for none",
+            )
+        )
+    for i, connection in enumerate(request.connections):
+        if connection.tuples_in_flight is not None and (
+            connection.tuples_sent is None or connection.tuples_in_flight > connection.tuples_sent
+        ):
+            errors.append(
+                (
+                    ("body", "connections", i, "tuples_in_flight"),
+                    "tuples_in_flight needs tuples_sent and cannot exceed it",
+                )
+            )
     total = sum(c.weight for c in request.connections)
     if total != request.resolution:
         errors.append(
@@ -210,27 +258,34 @@ def model_errors(model: SplitterModel) -> list[tuple[Loc, str]]:
             )
         ids.add(connection.id)
         loc: Loc = ("body", "model", "connections", i)
-        columns: list[list[int] | list[float]] = [
-            connection.w,
-            connection.rate,
-            connection.n,
-            connection.seen,
-        ]
-        if connection.var is not None:
-            columns.append(connection.var)
-        if len({len(column) for column in columns}) > 1:
+        size = len(connection.w)
+        if not (
+            len(connection.rate) == len(connection.n) == len(connection.seen) == size
+            and (connection.var is None or len(connection.var) == size)
+        ):
             errors.append((loc, "columns w, rate, n, seen (and var) must have equal length"))
             continue
         if connection.weight > model.resolution or connection.previous_weight > model.resolution:
             errors.append(((*loc, "weight"), f"weights exceed the model's resolution {model.resolution}"))
-        for k, w in enumerate(connection.w):
-            if w > model.resolution:
-                errors.append(
-                    ((*loc, "w", k), f"weight {w} exceeds the model's resolution {model.resolution}")
-                )
+        # max() first (C): the per-point loop, which names the offending points, runs only when one offends.
+        if max(connection.w, default=0) > model.resolution:
+            for k, w in enumerate(connection.w):
+                if w > model.resolution:
+                    errors.append(
+                        ((*loc, "w", k), f"weight {w} exceeds the model's resolution {model.resolution}")
+                    )
         if len(set(connection.w)) < len(connection.w):
             errors.append(((*loc, "w"), "duplicate point weights"))
-        for k, seen in enumerate(connection.seen):
-            if seen > model.calls:
-                errors.append(((*loc, "seen", k), f"seen {seen} is after the model's calls {model.calls}"))
+        if (
+            connection.tuples_taken is not None
+            and connection.tuples_sent is not None
+            and connection.tuples_taken > connection.tuples_sent
+        ):
+            errors.append(((*loc, "tuples_taken"), "tuples_taken cannot exceed tuples_sent"))
+        if max(connection.seen, default=0) > model.calls:
+            for k, seen in enumerate(connection.seen):
+                if seen > model.calls:
+                    errors.append(
+                        ((*loc, "seen", k), f"seen {seen} is after the model's calls {model.calls}")
+                    )
     return errors

@@ -8,8 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import isotonic_regression
 
-from solvers.splitter.clustering import cluster_connections, function_features
-from solvers.splitter.functions import _isotonic_rows, blocking_function, blocking_functions
+from solvers.splitter.clustering import cluster_connections, fitted_features, function_features
+from solvers.splitter.functions import (
+    _isotonic_rows,
+    blocking_function,
+    blocking_functions,
+    blocking_functions_flat,
+    fit_rows,
+    select_rows,
+    tabulate,
+)
 from solvers.splitter.model import (
     MAX_POINTS,
     SplitterInput,
@@ -216,13 +224,73 @@ def test_vectorised_functions_equal_the_row_by_row_ones(rows: list[list[tuple[in
     np.testing.assert_allclose(blocking_functions(points, 60), expected, rtol=1e-12, atol=1e-12)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(  # zero rows, faint rows, weights beyond the resolution (pooled data), repeated weights
+            st.tuples(
+                st.integers(1, 200),
+                st.sampled_from([0.0, 0.0, 1e-9, 1e-3, 0.5]) | st.floats(0, 10, allow_nan=False),
+                st.integers(1, 4),
+            ),
+            max_size=8,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([1, 60, 150]),
+)
+def test_features_from_the_fit_are_the_tables(
+    rows: list[list[tuple[int, float, int]]], resolution: int
+) -> None:
+    w = np.asarray([p[0] for r in rows for p in r], dtype=np.float64)
+    rate = np.asarray([p[1] for r in rows for p in r], dtype=np.float64)
+    count = np.asarray([p[2] for r in rows for p in r], dtype=np.float64)
+    sizes = np.asarray([len(r) for r in rows])
+    fit = fit_rows(w, rate, count, sizes, resolution)
+    features = fitted_features(fit, resolution)
+    assert features is not None
+    np.testing.assert_array_equal(features, function_features(tabulate(fit, resolution)))  # bit for bit
+
+
+def test_a_row_is_the_same_whatever_the_other_rows() -> None:
+    # A pooled row built beside others (another stride) and a fitted row selected out of the connections' fit (for a
+    # singleton cluster) are, bit for bit, the row built alone.
+    own = blocking_functions_flat(
+        np.asarray([3.0, 9.0, 20.0]),
+        np.asarray([0.1, 0.05, 0.7]),
+        np.asarray([3.0, 1.0, 2.0]),
+        np.asarray([3]),
+        100,
+    )
+    with_pool = blocking_functions_flat(
+        np.asarray([3.0, 9.0, 20.0, 400.0, 250.0]),
+        np.asarray([0.1, 0.05, 0.7, 0.3, 0.9]),
+        np.asarray([3.0, 1.0, 2.0, 4.0, 1.0]),
+        np.asarray([3, 2]),
+        100,
+    )
+    np.testing.assert_array_equal(with_pool[0], own[0])
+    fit = fit_rows(
+        np.asarray([400.0, 250.0, 3.0, 9.0, 20.0]),
+        np.asarray([0.3, 0.9, 0.1, 0.05, 0.7]),
+        np.asarray([4.0, 1.0, 3.0, 1.0, 2.0]),
+        np.asarray([2, 0, 3]),
+        100,
+    )
+    np.testing.assert_array_equal(tabulate(select_rows(fit, np.asarray([2])), 100)[0], own[0])
+    np.testing.assert_array_equal(
+        tabulate(select_rows(fit, np.asarray([2, 0])), 100), tabulate(fit, 100)[[2, 0]]
+    )
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
         st.lists(
             st.tuples(st.sampled_from([0.0, 1e-9, 0.5, 1.0, 1e6]) | st.floats(0, 10), st.integers(1, 4)),
             min_size=1,
-            max_size=33,
+            max_size=140,  # a connection's own row (<= 33) and pooled cluster rows (up to hundreds)
         ),
         min_size=1,
         max_size=6,

@@ -124,6 +124,7 @@ COUNTER_STEPS = st.one_of(
         min_size=1,
         max_size=5,
     ),
+    tuples=st.booleans(),
 )
 def test_any_returned_model_is_accepted_by_the_next_call(
     client: TestClient,
@@ -133,8 +134,10 @@ def test_any_returned_model_is_accepted_by_the_next_call(
     decay: float,
     steady: bool,
     steps: list[tuple[float, list[float], bool]],
+    tuples: bool,
 ) -> None:
     ids = [f"c{j}" for j in range(n)]
+    sent: dict[str, int] = {}  # tuples sent, when reported: steps from the counters' (resets, 2**53 at most)
     weights = {cid: resolution // n + (1 if j < resolution % n else 0) for j, cid in enumerate(ids)}
     counters = dict.fromkeys(ids, 0.0)
     at, model = 1.7e9, None
@@ -155,8 +158,14 @@ def test_any_returned_model_is_accepted_by_the_next_call(
             counters[f"new{len(counters)}"] = 0.0
         for cid, delta in zip(weights, deltas, strict=False):
             counters[cid] = 0.0 if delta < 0 else min(counters[cid] + delta, MAX_QUANTITY)
+            sent[cid] = 0 if delta < 0 else min(sent.get(cid, 0) + int(delta * 1000), MAX_CALLS)
         at += dt
-        answer = client.post(URL, json=request(weights, counters, at, model=model, **extra))
+        body = request(weights, counters, at, model=model, **extra)
+        if tuples:
+            for connection in body["connections"]:
+                connection["tuples_sent"] = sent.get(connection["id"], 0)
+                connection["tuples_in_flight"] = connection["tuples_sent"] // 3
+        answer = client.post(URL, json=body)
         assert answer.status_code == 200, answer.text
         body = answer.json()
         assert sum(body["weights"].values()) == resolution

@@ -41,6 +41,8 @@ class EndpointPolicy:
     resolution: int = 1000
     max_change: int | None = None
     steady_weights: bool = True
+    # Report the tuples sent and in flight per connection (optional in the contract; engines have both).
+    report_tuples: bool = True
     # Membership: a connection listed here joins the region at that time (before it, it is not in the requests and
     # its weight is 0; it joins at weight 0, as an engine adds a channel).
     joins: dict[str, float] = field(default_factory=dict)
@@ -48,13 +50,30 @@ class EndpointPolicy:
     clusters: list[list[list[int]]] = field(default_factory=list)
     predicted: list[float] = field(default_factory=list)
 
-    def __call__(self, time: float, weights: IntArray, counters: FloatArray, changed: bool) -> IntArray:
+    def __call__(
+        self,
+        time: float,
+        weights: IntArray,
+        counters: FloatArray,
+        changed: bool,
+        sent: IntArray,
+        in_flight: IntArray,
+    ) -> IntArray:
         members = [time >= self.joins.get(cid, float("-inf")) for cid in self.ids]
+        tuples = (
+            {"tuples_sent": int(s), "tuples_in_flight": int(f)}
+            for s, f in zip(sent.tolist(), in_flight.tolist(), strict=True)
+        )
         body = {
             "connections": [
-                {"id": cid, "weight": int(w), "cumulative_blocking_s": float(c)}
-                for cid, w, c, member in zip(
-                    self.ids, weights.tolist(), counters.tolist(), members, strict=True
+                {
+                    "id": cid,
+                    "weight": int(w),
+                    "cumulative_blocking_s": float(c),
+                    **(counts if self.report_tuples else {}),
+                }
+                for cid, w, c, member, counts in zip(
+                    self.ids, weights.tolist(), counters.tolist(), members, tuples, strict=True
                 )
                 if member
             ],
@@ -105,5 +124,13 @@ class OraclePolicy:
     before: IntArray
     after: IntArray
 
-    def __call__(self, time: float, weights: IntArray, counters: FloatArray, changed: bool) -> IntArray:
+    def __call__(
+        self,
+        time: float,
+        weights: IntArray,
+        counters: FloatArray,
+        changed: bool,
+        sent: IntArray,
+        in_flight: IntArray,
+    ) -> IntArray:
         return self.after if changed else self.before

@@ -1,8 +1,8 @@
 """Issue-12 targets under a perturbed tuple cost (x0.9 .. x1.1), so that a target is not met by one lucky run of a
 chaotic system: Fig. 10 at 16 PEs static (LB-static and LB-adaptive total time / Oracle*), a connection that dies
 (re-explorations and calls at weight > 0 among the first 300 calls after), a fast newcomer (calls to 90% of its
-share for good). `python -m bench.splitter.robustness` (about 3 minutes); run it from an older tree (copy this
-file there) for the baseline in the same conditions."""
+share for good) and Fig. 8 top's settling. `python -m bench.splitter.robustness` (about 4 minutes); run it from
+an older tree (copy this file there) for the baseline in the same conditions."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def main() -> None:
         "die: re-explorations in 300 calls (target <= 5)": [],
         "die: calls at weight > 0 in 300 calls": [],
         "join fast: calls to 90% of its share (target <= 20)": [],
+        "Fig. 8 top: loaded connection settles, s (target <= 15)": [],
     }
     names = list(rows)
     with TestClient(create_app(Settings())) as client:
@@ -58,6 +59,7 @@ def main() -> None:
                 rows[names[3]].append(int((after > 0).sum()))
                 fast = ex.membership_run(client, "join fast", [1.0] * 4, join=True, duration_s=90.0)
                 rows[names[4]].append(fast.calls_to_90)
+                rows[names[5]].append(ex.fig8_top(client).settle_s)
             finally:
                 ex.MULT_S = base_mult
     print("| tuple cost x | " + " | ".join(f"{s:g}" for s in SCALES) + " | median |")

@@ -26,9 +26,9 @@ import numpy as np
 
 from solvers.instance import FloatArray, IntArray
 
-# policy(time, weights, cumulative blocking counters, load changed yet) -> new weights (summing to the resolution)
-# or None to keep them
-Policy = Callable[[float, IntArray, FloatArray, bool], IntArray | None]
+# policy(time, weights, cumulative blocking counters, load changed yet, cumulative tuples sent per connection, tuples
+# in flight per connection) -> new weights (summing to the resolution) or None to keep them
+Policy = Callable[[float, IntArray, FloatArray, bool, IntArray, IntArray], IntArray | None]
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,13 @@ def simulate(
             # first), so it is added after the calls that fall inside it.
             while next_call <= send_time:
                 counters = np.asarray(blocked)
-                new = policy(next_call, weights, counters, change_time is not None)
+                # Tuples sent but not yet taken into service by their worker (in the send buffer), per connection.
+                in_flight = np.asarray(
+                    [sum(1 for started in ring if started > next_call) for ring in start_ring]
+                )
+                new = policy(
+                    next_call, weights, counters, change_time is not None, np.asarray(sent), in_flight
+                )
                 elapsed = next_call - last_call
                 trace.times.append(next_call)
                 trace.blocking_rates.append((counters - last_counters) / elapsed)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import email.message
+import functools
+import itertools
 import json
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -40,6 +43,7 @@ REQUEST_BODY = {
 REQUEST_ADAPTER = TypeAdapter(SplitterRequest)
 
 
+@functools.lru_cache(maxsize=64)
 def _is_json(content_type: str | None) -> bool:
     """FastAPI's rule for a JSON body: application/json or application/*+json (no content type: not JSON)."""
     if not content_type:
@@ -104,28 +108,41 @@ async def parse_body(request: Request) -> SplitterRequest:
 
 
 def to_memory(model: SplitterModel) -> SplitterMemory:
-    return SplitterMemory(
-        resolution=model.resolution,
-        observed_at=model.observed_at,
-        calls=model.calls,
-        connections={
-            c.id: ConnectionMemory(
-                counter=c.cumulative_blocking_s,
-                w=np.asarray(c.w, dtype=np.int64),
-                rate=np.asarray(c.rate, dtype=np.float64),
-                n=np.asarray(c.n, dtype=np.int64),
-                seen=np.asarray(c.seen, dtype=np.int64),
-                var=np.zeros(len(c.w)) if c.var is None else np.asarray(c.var, dtype=np.float64),
-                weight=c.weight,
-                previous_weight=c.previous_weight,
-                changed_at=float("-inf") if c.changed_at is None else c.changed_at,
-                expected_rate=c.expected_rate,
-                decay_scale=c.decay_scale,
-                held_until=float("-inf") if c.held_until is None else c.held_until,
-            )
-            for c in model.connections
-        },
-    )
+    """The solver's memory of a model: each column of all connections' points read once into one array (their
+    per-connection arrays are views into it), not one small array per connection and column."""
+    connections = model.connections
+    sizes = [len(c.w) for c in connections]
+    total = sum(sizes)
+
+    def column(values: Iterator[Iterable[float]], dtype: type) -> np.ndarray:
+        return np.fromiter(itertools.chain.from_iterable(values), dtype=dtype, count=total)
+
+    w = column((c.w for c in connections), np.int64)
+    rate = column((c.rate for c in connections), np.float64)
+    n = column((c.n for c in connections), np.int64)
+    seen = column((c.seen for c in connections), np.int64)
+    var = column((c.var if c.var is not None else [0.0] * len(c.w) for c in connections), np.float64)
+    memory: dict[str, ConnectionMemory] = {}
+    end = 0
+    for c, size in zip(connections, sizes, strict=True):
+        start, end = end, end + size
+        memory[c.id] = ConnectionMemory(
+            counter=c.cumulative_blocking_s,
+            w=w[start:end],
+            rate=rate[start:end],
+            n=n[start:end],
+            seen=seen[start:end],
+            var=var[start:end],
+            weight=c.weight,
+            previous_weight=c.previous_weight,
+            changed_at=float("-inf") if c.changed_at is None else c.changed_at,
+            expected_rate=c.expected_rate,
+            decay_scale=c.decay_scale,
+            held_until=float("-inf") if c.held_until is None else c.held_until,
+            sent=-1.0 if c.tuples_sent is None else float(c.tuples_sent),
+            taken=-1.0 if c.tuples_taken is None else float(c.tuples_taken),
+        )
+    return SplitterMemory(model.resolution, model.observed_at, model.calls, memory, model.reference_rate)
 
 
 def model_fields(memory: SplitterMemory) -> dict[str, Any]:
@@ -153,9 +170,12 @@ def model_fields(memory: SplitterMemory) -> dict[str, Any]:
                 "expected_rate": c.expected_rate,
                 "decay_scale": c.decay_scale,
                 "held_until": None if c.held_until == float("-inf") else c.held_until,
+                "tuples_sent": None if c.sent < 0 else int(c.sent),
+                "tuples_taken": None if c.taken < 0 else int(c.taken),
             }
             for cid, c in memory.connections.items()
         ],
+        "reference_rate": memory.reference_rate,
     }
 
 
@@ -182,6 +202,7 @@ async def splitter_weights(request: Request) -> Response:
     def work() -> Response:
         started = time.perf_counter()
         ids = tuple(c.id for c in body.connections)
+        sent = body.connections[0].tuples_sent is not None  # every connection or none (request_errors)
         solver_input = SplitterInput(
             ids=ids,
             weights=np.fromiter((c.weight for c in body.connections), dtype=np.int64),
@@ -192,6 +213,12 @@ async def splitter_weights(request: Request) -> Response:
             exploration_decay=body.exploration_decay,
             clustering=body.clustering,
             steady=body.steady_weights,
+            sent=np.fromiter((c.tuples_sent or 0 for c in body.connections), dtype=np.float64)
+            if sent
+            else None,
+            in_flight=np.fromiter((c.tuples_in_flight or 0 for c in body.connections), dtype=np.float64)
+            if sent
+            else None,
         )
         try:
             result = update_weights(solver_input, None if body.model is None else to_memory(body.model))

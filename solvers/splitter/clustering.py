@@ -27,6 +27,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import pdist
 
 from solvers.instance import FloatArray, IntArray
+from solvers.splitter.functions import FittedRows
 
 BLOCKING_FLOOR = 1e-6  # delta, seconds blocked per second
 # Complete linkage cut at this distance: every two members of a cluster differ by less than a factor 2 in knee and
@@ -45,8 +46,43 @@ def function_features(values: FloatArray, delta: float = BLOCKING_FLOOR) -> Floa
     return np.column_stack((np.log(knee), alpha * np.log(at_knee), alpha * np.log(at_full)))
 
 
+def fitted_features(fit: FittedRows, resolution: int, delta: float = BLOCKING_FLOOR) -> FloatArray | None:
+    """`function_features(tabulate(fit, resolution))` without the table, from the fitted points: a row's fit is
+    non-decreasing from its origin's 0, so F is 0 up to its last zero point x_z and positive from the next integer,
+    the knee x_z + 1 (R when x_z >= R); F(knee) and F(R) by the table's own formulas (np.interp inside the points, the
+    extrapolation line beyond). None when some F(knee) underflows to 0 (a fit of order 1e-308): the table decides."""
+    n = len(fit.last)
+    starts = np.concatenate(([0], fit.last[:-1] + 1))
+    zeros = np.add.reduceat((fit.y == 0.0).astype(np.int64), starts)  # a prefix of each row (origin included)
+    last_zero = starts + zeros - 1
+    offset = np.arange(n) * fit.stride
+    x_zero, x_last, y_last = fit.key[last_zero] - offset, fit.key[fit.last] - offset, fit.y[fit.last]
+
+    def value_at(w: FloatArray) -> FloatArray:
+        inside = w <= np.floor(x_last)
+        return np.where(inside, np.interp(w + offset, fit.key, fit.y), ((w - x_last) * fit.slope) + y_last)
+
+    blocking = x_zero < resolution
+    knee = np.where(blocking, x_zero + 1.0, float(resolution))
+    at_knee = value_at(knee)
+    if np.any(blocking & (at_knee <= 0.0)):
+        return None
+    alpha = math.log(resolution) / abs(math.log(resolution * delta))
+    at_full = value_at(np.full(n, float(resolution)))
+    return np.column_stack(
+        (np.log(knee), alpha * np.log(np.maximum(at_knee, delta)), alpha * np.log(np.maximum(at_full, delta)))
+    )
+
+
 def cluster_connections(
     values: FloatArray, max_point_rate: FloatArray, threshold: float = CLUSTER_DISTANCE
+) -> IntArray:
+    """`cluster_by_features` of the functions values[j, 0..R] (`function_features`)."""
+    return cluster_by_features(function_features(values), max_point_rate, threshold)
+
+
+def cluster_by_features(
+    features: FloatArray, max_point_rate: FloatArray, threshold: float = CLUSTER_DISTANCE
 ) -> IntArray:
     """Cluster label (0-based, in order of first appearance) of each connection, by agglomerative clustering.
 
@@ -59,13 +95,12 @@ def cluster_connections(
     points, not on F(R): the linear extrapolation multiplies a single point at weight 1 by up to R, which made
     1e-8 s/s of measured blocking look like evidence.
     """
-    n = len(values)
+    n = len(features)
     blocking = np.asarray(max_point_rate) > BLOCKING_FLOOR
     labels = np.arange(n, dtype=np.int64) + n  # singletons unless clustered below
     members = np.flatnonzero(blocking)
     if len(members) >= 2:
-        # Features of every row, then the members' (a row's features depend on that row only; no copy of the table).
-        distances = pdist(function_features(values)[members], metric="chebyshev")
+        distances = pdist(features[members], metric="chebyshev")
         labels[members] = fcluster(linkage(distances, method="complete"), t=threshold, criterion="distance")
     _, first_seen, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(len(first_seen), dtype=np.int64)

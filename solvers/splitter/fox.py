@@ -94,7 +94,10 @@ def _fox_vectorised(
     below = (masked < level).sum(axis=1)  # a prefix of each column's candidates (values are non-decreasing)
     weights = weights + below
     need = remaining - int(below.sum())
-    ties = ((masked == level) & candidate).sum(axis=1)
+    # A finite level is a candidate's value, and non-candidates are +inf: equal to it means a candidate.
+    ties = (
+        (masked == level).sum(axis=1) if np.isfinite(level) else ((masked == level) & candidate).sum(axis=1)
+    )
     first = np.clip(np.minimum(weights + ties, preferred) - weights, 0, ties)  # tie cells at w <= preferred_j
     for start, count in ((weights, first), (weights + first, ties - first)):
         taken = _water_level(start, count, need)

@@ -13,7 +13,7 @@ tie-breaker far below any measurable rate that makes Fox prefer measured weights
 
 from __future__ import annotations
 
-import itertools
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import isotonic_regression
@@ -21,25 +21,62 @@ from scipy.optimize import isotonic_regression
 from solvers.instance import FloatArray, IntArray
 
 MIN_SLOPE = 1e-9  # blocking rate per weight unit beyond the evidence: 1e-6 s/s over 1000 units
-# Rows up to this many points (a connection's own: the origin and at most 32 points) get their monotone regression
-# in one vectorised pass (O(k^2) per row, no Python per row); longer (pooled cluster) rows go to scipy one by one.
-MAX_BATCHED_ROW = 33
-BATCH_EDGES = (8, 16, 24, MAX_BATCHED_ROW)
+# Rounds of pool-adjacent-violators on all rows before the min-max formula takes the rows still violating (see
+# _isotonic_rows): six rounds pool the decreasing runs of learned data (the exploration decay leaves a falling tail
+# above the current weight) and shrink the rows the O(k^2) formula sees.
+POOLING_ROUNDS = 6
 
 
 def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths: IntArray) -> None:
     """Weighted non-decreasing regression of the rows y[starts[r] : starts[r] + lengths[r]], in place, all rows at
-    once by the min-max formula: fit_i = max over a <= i of min over b >= i of mean(a..b) (Barlow et al. 1972),
-    with the means from cumulative sums. Same result as pool-adjacent-violators."""
+    once (weights are positive: observation counts).
+
+    First POOLING_ROUNDS rounds of pool-adjacent-violators on every row together: a round pools every maximal run of
+    adjacent blocks whose means decrease into one block (a sequence of the algorithm's own pair pools, so the answer
+    is unchanged). A run that rises and then drops takes one round per block to cascade, so the rows still violating
+    after that go, as their blocks, to the min-max formula: fit_i = max over a <= i of min over b >= i of the
+    weighted mean of blocks a..b (Barlow et al. 1972), from cumulative sums, all rows in one padded pass."""
+    total = int(lengths.sum())
+    if total == 0:
+        return
+    index = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)  # row by row
+    block_w: np.ndarray = weight[index].astype(np.float64)
+    block_wy: np.ndarray = block_w * y[index]
+    block_row = np.repeat(np.arange(len(starts)), lengths)
+    label = np.arange(total)  # each point's block
+    for _ in range(POOLING_ROUNDS):
+        mean = block_wy / block_w
+        pool = (mean[:-1] > mean[1:]) & (block_row[:-1] == block_row[1:])  # block k pools with block k + 1
+        if not pool.any():
+            y[index] = mean[label]
+            return
+        first = np.concatenate(([True], ~pool))
+        new_block = np.cumsum(first) - 1
+        block_w = np.bincount(new_block, weights=block_w)
+        block_wy = np.bincount(new_block, weights=block_wy)
+        block_row = block_row[first]
+        label = new_block[label]
+    mean = block_wy / block_w
+    violating = np.unique(block_row[1:][(mean[:-1] > mean[1:]) & (block_row[:-1] == block_row[1:])])
+    if len(violating):
+        _min_max_rows(mean, block_w, block_row, violating)
+    y[index] = mean[label]
+
+
+def _min_max_rows(mean: FloatArray, weight: FloatArray, row: IntArray, rows: IntArray) -> None:
+    """The min-max formula on the blocks of `rows` (blocks in row order, `row[k]` each block's row), in place."""
+    sizes = np.bincount(row, minlength=int(row.max()) + 1)
+    first_block = np.cumsum(sizes) - sizes
+    lengths = sizes[rows]
     width = int(lengths.max())
     offsets = np.arange(width)
     valid = offsets[None, :] < lengths[:, None]
-    index = np.where(valid, starts[:, None] + offsets[None, :], 0)
+    index = np.where(valid, first_block[rows][:, None] + offsets[None, :], 0)
     w = np.where(valid, weight[index], 0.0)
-    wy = w * np.where(valid, y[index], 0.0)
-    cw = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(w, axis=1)), axis=1)
-    cwy = np.concatenate((np.zeros((len(starts), 1)), np.cumsum(wy, axis=1)), axis=1)
-    # reversed_mean[r, a, k] = mean of points a..b, b = width - 1 - k, built reversed along b so that the running
+    wy = w * np.where(valid, mean[index], 0.0)
+    cw = np.concatenate((np.zeros((len(rows), 1)), np.cumsum(w, axis=1)), axis=1)
+    cwy = np.concatenate((np.zeros((len(rows), 1)), np.cumsum(wy, axis=1)), axis=1)
+    # reversed_mean[r, a, k] = mean of blocks a..b, b = width - 1 - k, built reversed along b so that the running
     # minimum over b >= i runs forward over memory; +inf where a > b so that the minimum ignores it. Beyond a row's
     # length the padding weighs 0, so mean(a..b) there repeats mean(a..length - 1): the minimum is unchanged.
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -50,7 +87,7 @@ def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths:
     suffix_min = reversed_mean[:, :, ::-1]  # [r, a, i]: min over b >= i
     np.copyto(suffix_min, -np.inf, where=offsets[None, :, None] > offsets[None, None, :])  # only a <= i
     fit = suffix_min.max(axis=1)
-    y[index[valid]] = fit[valid]
+    mean[index[valid]] = fit[valid]
 
 
 def blocking_function(
@@ -103,14 +140,22 @@ def blocking_functions(points: list[FloatArray], resolution: int) -> FloatArray:
     return blocking_functions_flat(w, rate, count, sizes, resolution)
 
 
-def blocking_functions_flat(
+class FittedRows(NamedTuple):
+    """Every row's fitted points end to end: row j's points (its origin first) at key = j x stride + weight, sorted;
+    `y` their monotone fit, `last[j]` the index of row j's last point, `slope[j]` its extrapolation slope."""
+
+    key: FloatArray
+    y: FloatArray
+    last: IntArray
+    slope: FloatArray
+    stride: float
+
+
+def fit_rows(
     w: FloatArray, rate: FloatArray, count: FloatArray, sizes: IntArray, resolution: int
-) -> FloatArray:
-    """`blocking_functions` from the points of all rows end to end (row j's are the next sizes[j])."""
+) -> FittedRows:
+    """The fitted points of `blocking_functions_flat` (row j's raw points are the next sizes[j]), before the table."""
     n = len(sizes)
-    grid = np.arange(resolution + 1, dtype=np.float64)
-    if not sizes.any():
-        return np.broadcast_to(MIN_SLOPE * grid, (n, resolution + 1)).copy()
     stacked = np.empty((3, n + len(w)))  # an origin per row first
     stacked[:, :n] = [[0.0], [0.0], [1.0]]
     stacked[0, n:], stacked[1, n:], stacked[2, n:] = w, rate, count
@@ -127,17 +172,7 @@ def blocking_functions_flat(
     decreasing = np.flatnonzero((np.diff(y) < 0) & (row[1:] == row[:-1]))
     if len(decreasing):
         rows = np.unique(row[decreasing + 1])
-        lengths = last[rows] - starts[rows] + 1
-        small = lengths <= MAX_BATCHED_ROW
-        # Batches by length: the batched cost grows with the longest row squared, padding included (each row's fit
-        # does not depend on its batch).
-        for narrow, wide in itertools.pairwise((0, *BATCH_EDGES)):
-            batch = (lengths > narrow) & (lengths <= wide)
-            if batch.any():
-                _isotonic_rows(y, weight, starts[rows[batch]], lengths[batch])
-        for j in rows[~small].tolist():  # long pooled rows: scipy's pool-adjacent-violators, one call each
-            part = slice(int(starts[j]), int(last[j]) + 1)
-            y[part] = isotonic_regression(y[part], weights=weight[part], increasing=True).x
+        _isotonic_rows(y, weight, starts[rows], last[rows] - starts[rows] + 1)
     has_points = last > starts
     x_last, y_last = x[last], y[last]
     slope = np.full(n, MIN_SLOPE)
@@ -145,17 +180,48 @@ def blocking_functions_flat(
         segment = (y_last - y[last - 1]) / (x_last - x[last - 1])
         ray = y_last / x_last
     slope[has_points] = np.maximum(np.maximum(segment, ray), MIN_SLOPE)[has_points]
+    return FittedRows(key, y, last, slope, stride)
+
+
+def select_rows(fit: FittedRows, rows: IntArray) -> FittedRows:
+    """The fitted rows `rows` (in that order) as rows 0, 1, ...: the same functions, bit for bit (the keys move by
+    whole strides, exact on integer weights)."""
+    starts = np.concatenate(([0], fit.last[:-1] + 1))
+    lengths = (fit.last - starts + 1)[rows]
+    total = int(lengths.sum())
+    index = np.repeat(starts[rows] - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)
+    shift = np.repeat(np.arange(len(rows)) - rows, lengths) * fit.stride
+    return FittedRows(
+        fit.key[index] + shift, fit.y[index], np.cumsum(lengths) - 1, fit.slope[rows], fit.stride
+    )
+
+
+def tabulate(fit: FittedRows, resolution: int) -> FloatArray:
+    """F_j(0..resolution) of every fitted row."""
+    n = len(fit.last)
+    grid = np.arange(resolution + 1, dtype=np.float64)
+    x_last, y_last = fit.key[fit.last] - np.arange(n) * fit.stride, fit.y[fit.last]
     # The extrapolation over the whole table in place (no temporaries), then the interpolation only where a row has
     # points (w <= its last point's weight): most of a table lies beyond its evidence.
     values = np.empty((n, resolution + 1))
     values[:] = grid
     values -= x_last[:, None]
-    values *= slope[:, None]
+    values *= fit.slope[:, None]
     values += y_last[:, None]
     inside = np.minimum(
         np.floor(x_last).astype(np.int64) + 1, resolution + 1
     )  # grid points w <= x_last per row
     rows = np.repeat(np.arange(n), inside)
     cells = np.arange(len(rows)) - np.repeat(np.cumsum(inside) - inside, inside)  # w within its row
-    values[rows, cells] = np.interp(grid[cells] + stride * rows, key, y)
+    values[rows, cells] = np.interp(grid[cells] + fit.stride * rows, fit.key, fit.y)
     return values
+
+
+def blocking_functions_flat(
+    w: FloatArray, rate: FloatArray, count: FloatArray, sizes: IntArray, resolution: int
+) -> FloatArray:
+    """`blocking_functions` from the points of all rows end to end (row j's are the next sizes[j])."""
+    if not sizes.any():
+        grid = np.arange(resolution + 1, dtype=np.float64)
+        return np.broadcast_to(MIN_SLOPE * grid, (len(sizes), resolution + 1)).copy()
+    return tabulate(fit_rows(w, rate, count, sizes, resolution), resolution)

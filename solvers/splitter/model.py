@@ -10,7 +10,9 @@ Beyond the paper (issue 12: regions whose membership changes in production), eac
 - exploration backs off per connection (a re-exploration that blocked again halves that connection's decay) and the
   decay follows elapsed time, not the number of calls;
 - steady weights: an interval that starts with a weight change counts only for the time after a transition
-  allowance, and weights change only when the predicted gain exceeds the measurement noise.
+  allowance, and weights change only when the predicted gain exceeds the measurement noise;
+- throughput evidence (optional tuple counts): a zero read while the worker took almost nothing (a stall, drafting,
+  a buffer filling) is no evidence that the weight is safe, and a probe whose worker falls behind fails.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.instance import FloatArray, IntArray
-from solvers.splitter.clustering import cluster_connections
+from solvers.splitter.clustering import cluster_by_features, fitted_features, function_features
 from solvers.splitter.fox import fox_minimax
-from solvers.splitter.functions import blocking_functions_flat
+from solvers.splitter.functions import FittedRows, blocking_functions_flat, fit_rows, select_rows, tabulate
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
 # model's size and forgets stale measurements first.
@@ -43,6 +45,8 @@ MIN_INTERVAL_S = 1e-3
 # One splitter thread cannot block longer than the elapsed time; counters that say otherwise (clock skew, a counter
 # summed over threads) are clamped so that a point stays a finite number the next call accepts.
 MAX_BLOCKING_RATE = 1e6
+# The region's reference throughput (tuples/s) is clamped here, for the same reason.
+MAX_TUPLE_RATE = 1e15
 # The paper applies its 10% decay once per iteration with statistics every second; we apply it per second of
 # elapsed time, so that an engine calling every 100 ms explores as often in time as one calling every second.
 DECAY_REFERENCE_S = 1.0
@@ -76,6 +80,21 @@ NOISE_SHARE = 0.02
 # send buffer draining at the difference of two rates), not the new weight: an interval counts for the new weight
 # only with the share of its time after that.
 TRANSITION_S = 0.5
+# Tuples sent and in flight (optional, per connection; issue 12, Fig. 10). A zero blocking rate means "kept up with
+# what it was sent", and in a stall (the splitter waits on one slow connection) every other connection is sent almost
+# nothing: its zero is no evidence that its weight is safe (those zeros kept 100x workers at weights 60-80 in
+# Fig. 10's first minute, and drafting followers' zeros kept them at 2-3 instead of 1 for good). With the tuples
+# the worker took in the interval (sent minus the change of those in flight), a zero counts only when the worker
+# took at least STALLED_SHARE of what its weight gets at the region's reference throughput: the highest it has
+# taken (tuples/s), which halves every REFERENCE_HALF_LIFE_S without a new high so that a region that lost capacity
+# for good re-learns its reference within minutes. Blocking is always evidence (it happened at that weight).
+REFERENCE_HALF_LIFE_S = 600.0
+STALLED_SHARE = 0.5
+# A re-exploration from 0 also fails when its worker took less than half of what it was sent in the interval (at
+# least BACKLOG_MIN_SENT sent): its buffer is filling and it will block once full (a dead worker's 16-tuple buffer
+# takes seconds to fill at a probe share, and the stall it then causes shows on the healthy connections' counters,
+# not its own).
+BACKLOG_MIN_SENT = 2
 # Probe share of a newcomer: 1/(8N) of the resolution, at most 2% (a 100x slow newcomer must never get a large
 # share before it has been measured), at least one unit.
 PROBE_SHARE_OF_EVEN = 1 / 8
@@ -109,14 +128,18 @@ class ConnectionMemory:
     decay_scale: float = 1.0  # this connection's share of exploration_decay
     # observed_at before which the weight stays 0 (a re-exploration from 0 that blocked again)
     held_until: float = float("-inf")
+    sent: float = -1.0  # cumulative tuples sent, at the previous call (-1: not reported)
+    taken: float = -1.0  # cumulative tuples its worker took (sent minus in flight), at the previous call
     failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
 
-    def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0) -> None:
+    def smooth_in(self, w: int, rate: float, call: int, credit: float = 1.0, at: int | None = None) -> None:
         """Smooth one measurement into the point at w; `credit` (0..1] is the share of the interval that was spent
-        at w (a transition counts less)."""
-        at = np.flatnonzero(self.w == w)
-        if len(at):
-            k = int(at[0])
+        at w (a transition counts less). `at`: the index of the point at w if known (-1: none)."""
+        if at is None:
+            found = np.flatnonzero(self.w == w)
+            at = int(found[0]) if len(found) else -1
+        if at >= 0:
+            k = at
             n = min(int(self.n[k]) + 1, SMOOTHING_WINDOW)
             self.n[k] = n
             # Python floats (the same IEEE operations as on numpy scalars, without their overhead).
@@ -154,6 +177,7 @@ class SplitterMemory:
     observed_at: float
     calls: int
     connections: dict[str, ConnectionMemory]
+    reference_rate: float = 0.0  # tuples/s the region's workers took at best recently (0: none yet)
 
 
 @dataclass(frozen=True)
@@ -169,6 +193,8 @@ class SplitterInput:
     steady: bool = (
         True  # False: the paper's variant (re-optimise every call, no noise gate, no transition credit)
     )
+    sent: FloatArray | None = None  # (N,) cumulative tuples sent per connection (None: not reported)
+    in_flight: FloatArray | None = None  # (N,) of those, not yet taken into service by the worker (None: 0)
 
 
 @dataclass
@@ -288,6 +314,8 @@ def _measure(
             f"blocking rate above {MAX_BLOCKING_RATE:g} s/s clamped on: "
             f"{_named([request.ids[j] for j in np.flatnonzero(clamped)])}"
         )
+    stalled_zero, backlogged = _throughput_evidence(request, memory, connections, known, rates, elapsed)
+    point_at = _point_at_weight(connections, weights).tolist()
     for j in np.flatnonzero(known & (weights > 0)).tolist():
         connection, w, rate = connections[j], int(weights[j]), float(rates[j])
         # Time at each weight inside the interval: the weight we returned at the previous call came into force
@@ -299,14 +327,17 @@ def _measure(
         )
         credit = 1.0
         if changed_now and request.steady:
-            credit = float(np.clip((elapsed - TRANSITION_S) / elapsed, 0.0, 1.0))
+            credit = min(max((elapsed - TRANSITION_S) / elapsed, 0.0), 1.0)
         # A raised weight is on probation until judged: blocked again (any interval at it) halves the decay; clean
         # CLEAN_AFTER_S after the raise restores it. Judged, the raise is closed (previous = current). Not judged
         # clean sooner: a stall in progress is on no counter yet (select() returns first), and a small probe on a
         # dead worker blocks only once its send buffer is full (seconds later).
-        if connection.weight == w and w > connection.previous_weight >= 0:
+        on_probation = connection.weight == w and w > connection.previous_weight >= 0
+        if on_probation:
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
-            if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise:
+            if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise or (
+                backlogged[j] and connection.previous_weight == 0
+            ):
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
                 if request.steady:
                     connection.failed_now = True
@@ -319,9 +350,54 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
-        if credit > 0.0 or not np.any(connection.w == w):
-            connection.smooth_in(w, rate, call, max(credit, 1e-3))
+        if not stalled_zero[j] and (credit > 0.0 or point_at[j] < 0):
+            connection.smooth_in(w, rate, call, max(credit, 1e-3), point_at[j])
     return True
+
+
+def _point_at_weight(connections: list[ConnectionMemory], weights: IntArray) -> IntArray:
+    """Per connection, the index of its point at its weight (one connection's points never share a weight), or -1:
+    for all connections in one vectorised pass."""
+    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=len(connections))
+    found = np.full(len(connections), -1, dtype=np.int64)
+    if not sizes.any():
+        return found
+    owner = np.repeat(np.arange(len(connections)), sizes)
+    hits = np.flatnonzero(np.concatenate([c.w for c in connections]) == weights[owner])
+    found[owner[hits]] = hits - (np.cumsum(sizes) - sizes)[owner[hits]]
+    return found
+
+
+def _throughput_evidence(
+    request: SplitterInput,
+    memory: SplitterMemory,
+    connections: list[ConnectionMemory],
+    known: np.ndarray,
+    rates: FloatArray,
+    elapsed: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """From the tuples sent and in flight (when reported): which connections read a zero that is no evidence (a
+    stall, see STALLED_SHARE) and which fell behind what they were sent (BACKLOG_MIN_SENT). Updates the region's
+    reference throughput."""
+    nothing = np.zeros(len(request.weights), dtype=bool)
+    if request.sent is None:
+        return nothing, nothing
+    taken_before = np.fromiter((c.taken for c in connections), dtype=np.float64, count=len(connections))
+    sent_before = np.fromiter((c.sent for c in connections), dtype=np.float64, count=len(connections))
+    taken = request.sent - (0.0 if request.in_flight is None else request.in_flight)
+    taken_now, sent_now = taken - taken_before, request.sent - sent_before
+    # Not reported before by every connection, or a counter reset: no region total this interval.
+    if not np.all((sent_before[known] >= 0) & (taken_before[known] >= 0) & (taken_now[known] >= 0)):
+        return nothing, nothing
+    backlogged = known & (sent_now >= BACKLOG_MIN_SENT) & (taken_now < sent_now / 2)
+    taken_rate = taken_now / elapsed
+    reference = max(
+        float(taken_rate[known].sum()), memory.reference_rate * 0.5 ** (elapsed / REFERENCE_HALF_LIFE_S)
+    )
+    memory.reference_rate = reference = min(reference, MAX_TUPLE_RATE)
+    share = taken_rate * request.resolution / reference if reference > 0 else request.weights
+    stalled_zero = known & (rates <= 0) & (share < STALLED_SHARE * request.weights)
+    return stalled_zero, backlogged
 
 
 def _bounds(
@@ -434,6 +510,12 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     for j, connection in enumerate(connections):
         if measured or not known[j]:
             connection.counter = float(counters[j])
+            connection.sent = connection.taken = -1.0
+            if request.sent is not None:
+                connection.sent = float(request.sent[j])
+                connection.taken = connection.sent - (
+                    0.0 if request.in_flight is None else float(request.in_flight[j])
+                )
 
     no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
@@ -444,9 +526,17 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     point_w = np.concatenate([c.w for c in connections])
     point_rate = np.concatenate([c.rate for c in connections])
     point_n = np.concatenate([c.n for c in connections])
-    values = blocking_functions_flat(
-        point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution
-    )
+    fit = fit_rows(point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution)
+    table: FloatArray | None = None
+
+    def connection_values() -> FloatArray:
+        # The connections' own table, built only when it is solved over (no clusters); the clustering reads its
+        # features off the fitted points, and the cluster table tabulates only the singletons' fitted rows.
+        nonlocal table
+        if table is None:
+            table = tabulate(fit, resolution)
+        return table
+
     lower, upper = _bounds(request, connections, newcomers)
     if newcomers.any():
         notes.append(
@@ -459,7 +549,10 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     if use_clusters:
         max_point_rate = np.zeros(n_connections)
         np.maximum.at(max_point_rate, np.repeat(np.arange(n_connections), sizes), point_rate)
-        labels = cluster_connections(values, max_point_rate)
+        features = fitted_features(fit, resolution)
+        if features is None:  # an F(knee) underflowed: the table's features
+            features = function_features(connection_values())
+        labels = cluster_by_features(features, max_point_rate)
     else:
         labels = np.arange(n_connections)
     # Members of each cluster in index order (a stable sort by label, cut where the label changes).
@@ -484,12 +577,13 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
         if len(clusters) == n_connections:
             rows = np.arange(n_connections)
+            values = connection_values()
             solved, optimum = fox_within(values, lo, up, weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
         nonlocal cluster_values
         if cluster_values is None:  # built once: the gate's solve and the bounded one share it
             cluster_values = _cluster_functions(
-                clusters, labels, (point_w, point_rate, point_n, sizes), values, resolution
+                clusters, labels, (point_w, point_rate, point_n, sizes), fit, resolution
             )
         return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, fox_within)
 
@@ -516,12 +610,13 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
             solved = None
     new_weights, predicted, expected, _ = solved if solved is not None else solve(lower, upper)
 
-    for j, connection in enumerate(connections):
-        w = int(new_weights[j])
-        if w != int(weights[j]) or connection.weight < 0:
-            connection.previous_weight = int(weights[j])
+    for connection, w, before, rate in zip(
+        connections, new_weights.tolist(), weights.tolist(), expected.tolist(), strict=True
+    ):
+        if w != before or connection.weight < 0:
+            connection.previous_weight = before
             connection.changed_at = request.observed_at
-            connection.expected_rate = float(min(expected[j], MAX_BLOCKING_RATE))
+            connection.expected_rate = min(rate, MAX_BLOCKING_RATE)
         connection.weight = w
 
     memory.connections = dict(zip(request.ids, connections, strict=True))
@@ -535,18 +630,20 @@ def _cluster_functions(
     clusters: list[list[int]],
     labels: IntArray,
     points: tuple[IntArray, FloatArray, IntArray, IntArray],
-    values: FloatArray,
+    fit: FittedRows,
     resolution: int,
 ) -> FloatArray:
-    """One function per cluster: a singleton's own; a cluster of n members holding W gives each about W/n, so its
-    function G(W) is the members' blocking at W/n: the pooled points of all members, a member's point at weight w
-    counting at W = n w. `points`: every connection's (w, rate, n) end to end and how many each has."""
+    """One function per cluster: a singleton's own (its fitted row, tabulated); a cluster of n members holding W
+    gives each about W/n, so its function G(W) is the members' blocking at W/n: the pooled points of all members, a
+    member's point at weight w counting at W = n w. `points`: every connection's (w, rate, n) end to end and how many
+    each has; `fit`: the connections' fitted rows."""
     point_w, point_rate, point_n, sizes = points
     members = np.bincount(labels, minlength=len(clusters))
     multi = members > 1
     cluster_values = np.empty((len(clusters), resolution + 1))
-    # A singleton's pooled function is its own, already built.
-    cluster_values[~multi] = values[[m[0] for m in clusters if len(m) == 1]]
+    singletons = np.asarray([m[0] for m in clusters if len(m) == 1], dtype=np.int64)
+    if len(singletons):
+        cluster_values[~multi] = tabulate(select_rows(fit, singletons), resolution)
     if multi.any():
         point_cluster = labels[np.repeat(np.arange(len(labels)), sizes)]
         pooled = multi[point_cluster]
