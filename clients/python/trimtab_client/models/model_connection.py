@@ -29,6 +29,8 @@ class ModelConnection:
             previous_weight (int | Unset): The weight in force before that one (-1: none). Default: -1.
             rate (list[float] | Unset): Smoothed blocking rate observed there (seconds blocked per second).
             seen (list[int] | Unset): Call number of each point's latest observation (the oldest is evicted first).
+            tuples_sent (int | None | Unset): tuples_sent at the previous call (null: not reported).
+            tuples_taken (int | None | Unset): tuples_sent minus tuples_in_flight at the previous call (null: not reported).
             var (list[float] | None | Unset): Smoothed variance of the observations at each point (version 2; absent: 0).
             w (list[int] | Unset): Weight of each point.
             weight (int | Unset): Weight returned at the previous call. Default: -1.
@@ -44,6 +46,8 @@ class ModelConnection:
     previous_weight: int | Unset = -1
     rate: list[float] | Unset = UNSET
     seen: list[int] | Unset = UNSET
+    tuples_sent: int | None | Unset = UNSET
+    tuples_taken: int | None | Unset = UNSET
     var: list[float] | None | Unset = UNSET
     w: list[int] | Unset = UNSET
     weight: int | Unset = -1
@@ -82,6 +86,18 @@ class ModelConnection:
         seen: list[int] | Unset = UNSET
         if not isinstance(self.seen, Unset):
             seen = self.seen
+
+        tuples_sent: int | None | Unset
+        if isinstance(self.tuples_sent, Unset):
+            tuples_sent = UNSET
+        else:
+            tuples_sent = self.tuples_sent
+
+        tuples_taken: int | None | Unset
+        if isinstance(self.tuples_taken, Unset):
+            tuples_taken = UNSET
+        else:
+            tuples_taken = self.tuples_taken
 
         var: list[float] | None | Unset
         if isinstance(self.var, Unset):
@@ -122,6 +138,10 @@ class ModelConnection:
             field_dict["rate"] = rate
         if seen is not UNSET:
             field_dict["seen"] = seen
+        if tuples_sent is not UNSET:
+            field_dict["tuples_sent"] = tuples_sent
+        if tuples_taken is not UNSET:
+            field_dict["tuples_taken"] = tuples_taken
         if var is not UNSET:
             field_dict["var"] = var
         if w is not UNSET:
@@ -168,6 +188,24 @@ class ModelConnection:
 
         seen = cast(list[int], d.pop("seen", UNSET))
 
+        def _parse_tuples_sent(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        tuples_sent = _parse_tuples_sent(d.pop("tuples_sent", UNSET))
+
+        def _parse_tuples_taken(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        tuples_taken = _parse_tuples_taken(d.pop("tuples_taken", UNSET))
+
         def _parse_var(data: object) -> list[float] | None | Unset:
             if data is None:
                 return data
@@ -200,6 +238,8 @@ class ModelConnection:
             previous_weight=previous_weight,
             rate=rate,
             seen=seen,
+            tuples_sent=tuples_sent,
+            tuples_taken=tuples_taken,
             var=var,
             w=w,
             weight=weight,

@@ -5,6 +5,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.model_connection import ModelConnection
 
@@ -22,6 +24,8 @@ class SplitterModel:
         observed_at (float): observed_at of the previous call.
         resolution (int):
         version (int): Model format version; this service writes 3 and migrates (1, 2).
+        reference_rate (float | Unset): Tuples per second the region's workers took at best recently (from tuples_sent;
+            0: none). Default: 0.0.
     """
 
     calls: int
@@ -29,6 +33,7 @@ class SplitterModel:
     observed_at: float
     resolution: int
     version: int
+    reference_rate: float | Unset = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         calls = self.calls
@@ -44,6 +49,8 @@ class SplitterModel:
 
         version = self.version
 
+        reference_rate = self.reference_rate
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -55,6 +62,8 @@ class SplitterModel:
                 "version": version,
             }
         )
+        if reference_rate is not UNSET:
+            field_dict["reference_rate"] = reference_rate
 
         return field_dict
 
@@ -78,12 +87,15 @@ class SplitterModel:
 
         version = d.pop("version")
 
+        reference_rate = d.pop("reference_rate", UNSET)
+
         splitter_model = cls(
             calls=calls,
             connections=connections,
             observed_at=observed_at,
             resolution=resolution,
             version=version,
+            reference_rate=reference_rate,
         )
 
         return splitter_model
