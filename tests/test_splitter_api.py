@@ -256,3 +256,35 @@ def test_body_is_parsed_like_a_declared_body_parameter(
         mine.pop("instance", None)
         theirs.pop("instance", None)
         assert mine == theirs
+
+
+def test_small_calls_run_on_the_event_loop_and_large_ones_on_a_thread(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to INLINE_GRID_CELLS (connections x (resolution + 1)) the work runs without a thread hop; above it the
+    pool's thread runs it, so that a large call never holds the event loop."""
+    from service.routers.splitter import INLINE_GRID_CELLS
+
+    pool = client.app.state.pool  # type: ignore[attr-defined]
+    threaded: list[int] = []
+    original = pool.run
+
+    async def counting_run(fn: Any) -> Any:
+        threaded.append(1)
+        return await original(fn)
+
+    monkeypatch.setattr(pool, "run", counting_run)
+    n = 64
+    small = body(weights=tuple(1000 // n + (1 if j < 1000 % n else 0) for j in range(n)))
+    assert n * 1001 <= INLINE_GRID_CELLS
+    assert client.post(URL, json=small).status_code == 200
+    assert threaded == []
+
+    resolution = INLINE_GRID_CELLS // n  # n x (resolution + 1) is just over the cap
+    large = body(
+        weights=tuple(resolution // n + (1 if j < resolution % n else 0) for j in range(n)), resolution=resolution
+    )
+    answer = client.post(URL, json=large)
+    assert answer.status_code == 200, answer.text
+    assert sum(answer.json()["weights"].values()) == resolution
+    assert threaded == [1]
