@@ -282,7 +282,8 @@ def test_small_calls_run_on_the_event_loop_and_large_ones_on_a_thread(
 
     resolution = INLINE_GRID_CELLS // n  # n x (resolution + 1) is just over the cap
     large = body(
-        weights=tuple(resolution // n + (1 if j < resolution % n else 0) for j in range(n)), resolution=resolution
+        weights=tuple(resolution // n + (1 if j < resolution % n else 0) for j in range(n)),
+        resolution=resolution,
     )
     answer = client.post(URL, json=large)
     assert answer.status_code == 200, answer.text
