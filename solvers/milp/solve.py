@@ -48,6 +48,7 @@ FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished desc
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
 PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
+MODEL_SHARE_MIN = 0.15  # of the rounds' time, for move-model rounds however rarely they improve the plan
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -250,6 +251,7 @@ class _Rounds:
         self.round_moves = MAX_ROUND_MOVES
         self.absolute_gap = 0.0  # points (residual_gap times the current plan's distance)
         self.perturbation_s = self.model_s = 0.0  # time spent in each kind of round
+        self.perturbation_wins = self.model_wins = 0  # rounds of each kind that improved the best plan
         self.counts_for_stall = True
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
 
@@ -339,9 +341,14 @@ class _Rounds:
         milliseconds, model rounds tens of them: both kinds get an equal share of the time, not of the rounds)."""
         started = time.perf_counter()
         self.counts_for_stall = False
-        if self.perturbation_s <= self.model_s:
+        # The model rounds' share of the time follows their share of the improvements (each kind counts one win
+        # in advance), between MODEL_SHARE_MIN and one half: on real skew perturbations find most improvements.
+        wins = self.model_wins + 1, self.perturbation_wins + 1
+        model_share = float(np.clip(wins[0] / (wins[0] + wins[1]), MODEL_SHARE_MIN, 0.5))
+        if self.model_s >= model_share * (self.model_s + self.perturbation_s):
             improved = self._perturbation_round(rng)
             self.perturbation_s += time.perf_counter() - started
+            self.perturbation_wins += int(improved)
             return improved
         self.counts_for_stall = True  # a stall counts model rounds (each with its share of perturbations)
         modelled = self._model_round(rng, width, per_node, seconds)
@@ -349,6 +356,7 @@ class _Rounds:
             self.model_s = np.inf
             return self._neighbourhood_round(rng, width, per_node, seconds)
         self.model_s += max(time.perf_counter() - started, 1e-6)
+        self.model_wins += int(modelled)
         return modelled
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
