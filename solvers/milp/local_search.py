@@ -250,12 +250,15 @@ class LocalSearch:
                 [-scale / self.capacity[sources], scale / self.capacity[dests]],
                 distinct=True,
             )
-            delta_n, delta_c = self.budget_delta(units, dests)
-            improving = ok & (worst < d - TOLERANCE) & (sources != dests)
-            allowed = improving & self.within_budget(delta_n, delta_c)
-            for i in self._rank(np.flatnonzero(allowed), d - worst, delta_c)[:RESOURCE_TRIES]:
+            # few moves improve: their budget change only
+            improving = np.flatnonzero(ok & (worst < d - TOLERANCE) & (sources != dests))
+            delta_n, delta_c = np.zeros(len(units), dtype=np.int64), np.zeros(len(units))
+            delta_n[improving], delta_c[improving] = self.budget_delta(units[improving], dests[improving])
+            fits = self.within_budget(delta_n[improving], delta_c[improving])
+            allowed = improving[fits]
+            for i in self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]:
                 candidates.append((float(worst[i]), [(int(units[i]), int(dests[i]))]))
-            blocked = _smallest(np.flatnonzero(improving & ~allowed), worst, COMPOUND_MOVES)
+            blocked = _smallest(improving[~fits], worst, COMPOUND_MOVES)
             blocked_units, blocked_dests = units[blocked], dests[blocked]
         if not candidates:  # compound steps are cheap to evaluate (few blocked moves x the migrations): first
             candidates = self._compound_candidates(blocked_units, blocked_dests, d)
@@ -460,10 +463,11 @@ class LocalSearch:
         worst, ok = self.evaluate(
             [here, other], [-net / self.capacity[node], net / self.capacity[other]], distinct=True
         )
-        dn1, dc1 = self.budget_delta(mine, other)
-        dn2, dc2 = self.budget_delta(theirs, here)
-        good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)
-        best = _smallest(np.flatnonzero(good), worst, RESOURCE_TRIES)
+        good = np.flatnonzero(ok & (worst < d - TOLERANCE))  # few swaps improve: the budget only for those
+        dn1, dc1 = self.budget_delta(mine[good], other[good])
+        dn2, dc2 = self.budget_delta(theirs[good], here[good])
+        good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
+        best = _smallest(good, worst, RESOURCE_TRIES)
         return [(float(worst[i]), [(int(mine[i]), int(other[i])), (int(theirs[i]), node)]) for i in best]
 
     def _compound_candidates(
