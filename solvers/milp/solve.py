@@ -47,6 +47,10 @@ DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded 
 FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished descents are continued
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
+# Of the migrations, sent home by one perturbation (drawn uniformly). Measured on real skew (40-node snapshots, 2 s,
+# 9,000 perturbations): the share of perturbations that find a new best plan grows from 0.7 % at 5-10 % to 2.3 %
+# at 30-35 %; 10-50 % against 5-30 %: 5 % lower distances on average over 8 snapshots (4 of them held out).
+PERTURBATION_SHARE = (0.1, 0.5)
 PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
 MODEL_SHARE_MIN = 0.15  # of the rounds' time, for move-model rounds however rarely they improve the plan
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
@@ -294,7 +298,7 @@ class _Rounds:
             return False
         # At most PERTURBATION_UNITS: the descent that follows takes a step per unit sent home, and a step costs
         # milliseconds at scale (a perturbation must stay a short round).
-        size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(0.05, 0.3) * len(migrated))))
+        size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(*PERTURBATION_SHARE) * len(migrated))))
         trial = LocalSearch(inst, best.search.assignment, self.start)
         trial.send_home(rng.choice(migrated, size=size, replace=False))
         trial.descend(self.deadline, DESCENT_STEPS)
