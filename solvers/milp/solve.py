@@ -291,7 +291,7 @@ class _Rounds:
         return improved
 
     def _perturbation_round(self, rng: np.random.Generator) -> bool:
-        """Iterated perturbation: a random 5-30 % of the best plan's migrations sent home, then the descent."""
+        """Iterated perturbation: a random share of the best plan's migrations sent home, then the descent."""
         inst, best = self.instance, self.best
         migrated = np.flatnonzero(best.search.migrated_mask())
         if not len(migrated) or time.perf_counter() + 3 * self.setup_s >= self.deadline:
