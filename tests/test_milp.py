@@ -15,6 +15,7 @@ from solvers.baselines import flux, largest_load_first
 from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import solve_milp
 from solvers.milp.bounds import load_distance_lower_bound
+from solvers.milp.local_search import LocalSearch
 from solvers.plan_check import check_plan
 
 
@@ -262,3 +263,64 @@ def test_a_cost_budget_far_above_tiny_state_sizes_is_no_integer_overflow() -> No
     plan = solve_milp(instance, time_limit_s=0.5)
     response = to_response(instance, plan, "milp", 1.0)
     assert check_plan(request.model_dump(mode="json"), response.model_dump(mode="json", by_alias=True)) == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    loads=st.lists(st.sampled_from([1.0, 2.0, 3.0, 14.0, 0.45, 7.0, 0.0, 1e-9]), min_size=2, max_size=16),
+    n_nodes=st.integers(2, 6),
+    homes=st.lists(st.integers(0, 5), min_size=16, max_size=16),
+    states=st.lists(st.sampled_from([1.0, 0.5, 4.0, 10.0]), min_size=16, max_size=16),
+    budget=st.sampled_from([("count", 1), ("count", 3), ("cost", 2.0), ("cost", 9.5)]),
+    draining=st.booleans(),
+    pins=st.lists(st.booleans(), min_size=16, max_size=16),
+    seed=st.integers(0, 2**16),
+)
+def test_descent_and_perturbations_inside_a_spent_budget_keep_every_rule(
+    loads: list[float],
+    n_nodes: int,
+    homes: list[int],
+    states: list[float],
+    budget: tuple[str, float],
+    draining: bool,
+    pins: list[bool],
+    seed: int,
+) -> None:
+    """From a random plan that spends the budget, perturbations (migrations sent home) and descents never break the
+    count or cost budget, never move a pinned unit, never put a unit on a draining node other than its home, and a
+    descent never raises the load distance d (it may trade the tie-break du + dl for fewer nodes at d)."""
+    u = len(loads)
+    kind, amount = budget
+    inst = instance(
+        loads,
+        [h % n_nodes for h in homes[:u]],
+        [100.0] * n_nodes,
+        draining=[draining and i == n_nodes - 1 for i in range(n_nodes)],
+        pinned=pins[:u],
+        state=states[:u],
+        max_migrations=int(amount) if kind == "count" else None,
+        max_migration_cost=amount if kind == "cost" else None,
+    )
+    rng = np.random.default_rng(seed)
+    plan = inst.current.copy()
+    staying = np.flatnonzero(inst.active)
+    for unit in rng.permutation(np.flatnonzero(inst.movable)).tolist():  # spend the budget at random
+        trial = plan.copy()
+        trial[unit] = int(rng.choice(staying))
+        if inst.within_budget(trial):
+            plan = trial
+    search = LocalSearch(inst, plan, inst.current)
+    for _ in range(4):
+        before = search.key()[0]
+        search.descend(time.perf_counter() + 5.0, 10_000)
+        assert search.key()[0] <= before
+        assert inst.within_budget(search.assignment)
+        assert (search.assignment[inst.pinned] == inst.current[inst.pinned]).all()
+        moved = search.assignment != inst.current
+        assert not (moved & inst.draining[search.assignment]).any()
+        assert abs(search.distance() - inst.load_distance(search.assignment)) < 1e-6
+        migrated = np.flatnonzero(search.migrated_mask())
+        if len(migrated):
+            search = LocalSearch(inst, search.assignment, inst.current)
+            search.send_home(rng.choice(migrated, size=max(1, len(migrated) // 2), replace=False))
+            assert inst.within_budget(search.assignment)
