@@ -324,3 +324,52 @@ def test_descent_and_perturbations_inside_a_spent_budget_keep_every_rule(
             search = LocalSearch(inst, search.assignment, inst.current)
             search.send_home(rng.choice(migrated, size=max(1, len(migrated) // 2), replace=False))
             assert inst.within_budget(search.assignment)
+
+
+def test_ejection_chains_keep_every_rule_and_lower_the_worst_node() -> None:
+    """Every ejection chain the search proposes (on random small clusters with a spent count or cost budget,
+    draining nodes, pins, integer and tied loads) stays within the budget, moves no pinned unit, puts no unit on a
+    draining node but its home, and leaves every node it touches below the worst node's deviation; and chains do
+    occur (the generator reaches the case)."""
+    rng = np.random.default_rng(7)
+    found = 0
+    for _ in range(400):
+        n, u = int(rng.integers(3, 7)), int(rng.integers(6, 18))
+        cost = bool(rng.integers(2))
+        inst = instance(
+            rng.choice([1.0, 2.0, 3.0, 5.0, 0.5], size=u).tolist(),
+            rng.integers(0, n, size=u).tolist(),
+            [100.0] * n,
+            draining=[bool(rng.random() < 0.2) and i == n - 1 for i in range(n)],
+            pinned=(rng.random(u) < 0.2).tolist(),
+            state=rng.choice([1.0, 2.0, 0.5], size=u).tolist(),
+            max_migrations=None if cost else int(rng.integers(1, 5)),
+            max_migration_cost=float(rng.choice([1.0, 2.5, 4.0])) if cost else None,
+        )
+        plan = inst.current.copy()
+        staying = np.flatnonzero(inst.active)
+        for unit in rng.permutation(np.flatnonzero(inst.movable)).tolist():  # spend the budget at random
+            trial = plan.copy()
+            trial[unit] = int(rng.choice(staying))
+            if inst.within_budget(trial):
+                plan = trial
+        search = LocalSearch(inst, plan, inst.current)
+        deviation = search.util[search.active_nodes] - search.mean
+        position = int(np.argmax(np.abs(deviation)))
+        d = float(abs(deviation[position]))
+        node = int(search.active_nodes[position])
+        for _, steps in search._chain_candidates(node, bool(deviation[position] > 0), d):
+            found += 1
+            assert len(steps) == 2 and steps[0][0] != steps[1][0]
+            after = LocalSearch(inst, plan, inst.current)
+            after.apply(steps)
+            assert inst.within_budget(after.assignment)
+            assert (after.assignment[inst.pinned] == inst.current[inst.pinned]).all()
+            moved = after.assignment != inst.current
+            assert not (moved & inst.draining[after.assignment]).any()
+            touched = {int(plan[unit]) for unit, _ in steps} | {dest for _, dest in steps}
+            util = inst.utilization(after.assignment)
+            for t in touched:
+                if inst.active[t]:
+                    assert abs(util[t] - inst.mean_utilization) < d - 1e-9
+    assert found > 0
