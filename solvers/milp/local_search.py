@@ -34,6 +34,7 @@ COMPOUND_MOVES = 48  # budget-blocked moves tried with every possible refund
 COMPOUND_REFUNDS = 128  # refunds paired with the blocked moves besides those sharing a node with one of them
 RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
 CHAIN_FIRST_LINKS = 256  # first links (the move at the worst node) of ejection chains tried, the best first
+CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
 
 
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
@@ -572,7 +573,10 @@ class LocalSearch:
             v_from = b[pair2]
             v_to = c2
         else:
-            # second link: a migrated unit from any other node moves onto the emptied partner
+            # second link: a migrated unit from another node moves onto the emptied partner (at scale, those on the
+            # most utilized nodes: their leaving helps most)
+            if len(migrated) > CHAIN_SECOND_LINKS:
+                migrated = migrated[np.argsort(-self.util[self.assignment[migrated]])[:CHAIN_SECOND_LINKS]]
             pair2 = np.repeat(np.arange(len(u)), len(migrated))
             v2 = np.tile(migrated, len(u))
             v_from = self.assignment[v2]
