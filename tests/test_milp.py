@@ -326,13 +326,13 @@ def test_descent_and_perturbations_inside_a_spent_budget_keep_every_rule(
             assert inst.within_budget(search.assignment)
 
 
-def test_ejection_chains_keep_every_rule_and_lower_the_worst_node() -> None:
-    """Every ejection chain the search proposes (on random small clusters with a spent count or cost budget,
-    draining nodes, pins, integer and tied loads) stays within the budget, moves no pinned unit, puts no unit on a
-    draining node but its home, and leaves every node it touches below the worst node's deviation; and chains do
-    occur (the generator reaches the case)."""
+def test_ejection_chains_and_twins_keep_every_rule_and_lower_the_worst_node() -> None:
+    """Every ejection chain and every cheaper-twin replacement the search proposes (on random small clusters with
+    a spent count or cost budget, draining nodes, pins, integer and tied loads) stays within the budget, moves no
+    pinned unit, puts no unit on a draining node but its home, and leaves every node it touches below the worst
+    node's deviation; and both kinds do occur (the generator reaches the cases)."""
     rng = np.random.default_rng(7)
-    found = 0
+    found = twins = 0
     for _ in range(400):
         n, u = int(rng.integers(3, 7)), int(rng.integers(6, 18))
         cost = bool(rng.integers(2))
@@ -358,9 +358,12 @@ def test_ejection_chains_keep_every_rule_and_lower_the_worst_node() -> None:
         position = int(np.argmax(np.abs(deviation)))
         d = float(abs(deviation[position]))
         node = int(search.active_nodes[position])
-        for _, steps in search._chain_candidates(node, bool(deviation[position] > 0), d):
-            found += 1
-            assert len(steps) == 2 and steps[0][0] != steps[1][0]
+        over = bool(deviation[position] > 0)
+        chains = search._chain_candidates(node, over, d)
+        replaced = search._twin_candidates(*search._moves(node, over), d)
+        found, twins = found + len(chains), twins + len(replaced)
+        for _, steps in chains + replaced:
+            assert len(steps) in (2, 3) and len({unit for unit, _ in steps}) == len(steps)
             after = LocalSearch(inst, plan, inst.current)
             after.apply(steps)
             assert inst.within_budget(after.assignment)
@@ -372,4 +375,4 @@ def test_ejection_chains_keep_every_rule_and_lower_the_worst_node() -> None:
             for t in touched:
                 if inst.active[t]:
                     assert abs(util[t] - inst.mean_utilization) < d - 1e-9
-    assert found > 0
+    assert found > 0 and twins > 0

@@ -34,6 +34,8 @@ COMPOUND_MOVES = 48  # budget-blocked moves tried with every possible refund
 COMPOUND_REFUNDS = 128  # refunds paired with the blocked moves besides those sharing a node with one of them
 RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up on a step
 CHAIN_FIRST_LINKS = 256  # first links (the move at the worst node) of ejection chains tried, the best first
+TWINS = 3  # cheaper units of a migration's home tried in its place (cost budgets), the closest in load first
+TWIN_MIGRATIONS = 64  # migrations tried for a cheaper twin per step at most
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
 
 
@@ -273,6 +275,8 @@ class LocalSearch:
             candidates = self._swap_candidates(node, over, d)
         if not candidates and self.chains:
             candidates = self._chain_candidates(node, over, d)
+        if not candidates and self.chains and TWINS:
+            candidates = self._twin_candidates(blocked_units, blocked_dests, d)
         candidates.sort(key=lambda c: c[0])
         for _, steps in candidates[:RESOURCE_TRIES]:
             if self.resources.fits_steps(steps, assignment):
@@ -601,6 +605,65 @@ class LocalSearch:
         good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
         best = _smallest(good, worst, RESOURCE_TRIES)
         return [(float(worst[i]), [(int(uu[i]), int(uu_to[i])), (int(v2[i]), int(v_to[i]))]) for i in best]
+
+    def _twin_candidates(
+        self, units: IntArray, dests: IntArray, d: float
+    ) -> list[tuple[float, list[tuple[int, int]]]]:
+        """Under a cost budget: a migration replaced by a cheaper twin from its home (the twin takes its route,
+        the migrated unit goes home), and the state saved spent on one of the best moves the budget blocked. A
+        twin of close load leaves both nodes of the route about where they were, so it frees budget at little
+        cost in balance; exact on the (up to six) nodes touched."""
+        migrated = np.flatnonzero(self.migrated_mask())
+        if not len(units) or not len(migrated):
+            return []
+        share, capacity, state = self.share, self.capacity, self.state
+        if len(migrated) > TWIN_MIGRATIONS:  # at scale: the most expensive migrations (they free the most)
+            migrated = migrated[np.argsort(-state[migrated], kind="stable")[:TWIN_MIGRATIONS]]
+        rs, ws = [], []
+        for unit in migrated.tolist():
+            origin = int(self.original[unit])
+            if origin < 0 or not self.staying[origin]:
+                continue
+            here = self.units_on(origin)
+            here = here[(state[here] < state[unit]) & (here != unit) & self.counts[here]]
+            here = here[self.assignment[here] == self.original[here]]  # not migrated: it leaves home
+            if len(here):
+                twins = _smallest(here, np.abs(share - share[unit]), TWINS)
+                rs.append(np.full(len(twins), unit, dtype=np.int64))
+                ws.append(twins)
+        if not rs:
+            return []
+        r_all, w_all = np.concatenate(rs), np.concatenate(ws)
+        pick = np.repeat(np.arange(len(r_all)), len(units))
+        r, w = r_all[pick], w_all[pick]
+        v, to = np.tile(units, len(r_all)), np.tile(dests, len(r_all))
+        keep = (v != r) & (v != w)
+        r, w, v, to = r[keep], w[keep], v[keep], to[keep]
+        src, home, src_v = self.assignment[r], self.original[r], self.assignment[v]
+        worst, ok = self.evaluate(
+            [src, home, home, src, src_v, to],
+            [
+                -share[r] / capacity[src],
+                share[r] / capacity[home],
+                -share[w] / capacity[home],
+                share[w] / capacity[src],
+                -share[v] / capacity[src_v],
+                share[v] / capacity[to],
+            ],
+        )
+        good = np.flatnonzero(ok & (worst < d - TOLERANCE))
+        dn1, dc1 = self.budget_delta(r[good], home[good])
+        dn2, dc2 = self.budget_delta(w[good], src[good])
+        dn3, dc3 = self.budget_delta(v[good], to[good])
+        good = good[self.within_budget(dn1 + dn2 + dn3, dc1 + dc2 + dc3)]
+        best = _smallest(good, worst, RESOURCE_TRIES)
+        return [
+            (
+                float(worst[i]),
+                [(int(r[i]), int(home[i])), (int(w[i]), int(src[i])), (int(v[i]), int(to[i]))],
+            )
+            for i in best
+        ]
 
     # -- drivers -----------------------------------------------------------------------------------------------
     def descend(self, deadline: float, max_steps: int) -> bool:
