@@ -15,6 +15,7 @@ from solvers.baselines import flux, largest_load_first
 from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import solve_milp
 from solvers.milp.bounds import load_distance_lower_bound
+from solvers.milp.local_search import LocalSearch
 from solvers.plan_check import check_plan
 
 
@@ -262,3 +263,116 @@ def test_a_cost_budget_far_above_tiny_state_sizes_is_no_integer_overflow() -> No
     plan = solve_milp(instance, time_limit_s=0.5)
     response = to_response(instance, plan, "milp", 1.0)
     assert check_plan(request.model_dump(mode="json"), response.model_dump(mode="json", by_alias=True)) == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    loads=st.lists(st.sampled_from([1.0, 2.0, 3.0, 14.0, 0.45, 7.0, 0.0, 1e-9]), min_size=2, max_size=16),
+    n_nodes=st.integers(2, 6),
+    homes=st.lists(st.integers(0, 5), min_size=16, max_size=16),
+    states=st.lists(st.sampled_from([1.0, 0.5, 4.0, 10.0]), min_size=16, max_size=16),
+    budget=st.sampled_from([("count", 1), ("count", 3), ("cost", 2.0), ("cost", 9.5)]),
+    draining=st.booleans(),
+    pins=st.lists(st.booleans(), min_size=16, max_size=16),
+    seed=st.integers(0, 2**16),
+)
+def test_descent_and_perturbations_inside_a_spent_budget_keep_every_rule(
+    loads: list[float],
+    n_nodes: int,
+    homes: list[int],
+    states: list[float],
+    budget: tuple[str, float],
+    draining: bool,
+    pins: list[bool],
+    seed: int,
+) -> None:
+    """From a random plan that spends the budget, perturbations (migrations sent home) and descents never break the
+    count or cost budget, never move a pinned unit, never put a unit on a draining node other than its home, and a
+    descent never raises the load distance d (it may trade the tie-break du + dl for fewer nodes at d)."""
+    u = len(loads)
+    kind, amount = budget
+    inst = instance(
+        loads,
+        [h % n_nodes for h in homes[:u]],
+        [100.0] * n_nodes,
+        draining=[draining and i == n_nodes - 1 for i in range(n_nodes)],
+        pinned=pins[:u],
+        state=states[:u],
+        max_migrations=int(amount) if kind == "count" else None,
+        max_migration_cost=amount if kind == "cost" else None,
+    )
+    rng = np.random.default_rng(seed)
+    plan = inst.current.copy()
+    staying = np.flatnonzero(inst.active)
+    for unit in rng.permutation(np.flatnonzero(inst.movable)).tolist():  # spend the budget at random
+        trial = plan.copy()
+        trial[unit] = int(rng.choice(staying))
+        if inst.within_budget(trial):
+            plan = trial
+    search = LocalSearch(inst, plan, inst.current)
+    for _ in range(4):
+        before = search.key()[0]
+        search.descend(time.perf_counter() + 5.0, 10_000)
+        assert search.key()[0] <= before
+        assert inst.within_budget(search.assignment)
+        assert (search.assignment[inst.pinned] == inst.current[inst.pinned]).all()
+        moved = search.assignment != inst.current
+        assert not (moved & inst.draining[search.assignment]).any()
+        assert abs(search.distance() - inst.load_distance(search.assignment)) < 1e-6
+        migrated = np.flatnonzero(search.migrated_mask())
+        if len(migrated):
+            search = LocalSearch(inst, search.assignment, inst.current)
+            search.send_home(rng.choice(migrated, size=max(1, len(migrated) // 2), replace=False))
+            assert inst.within_budget(search.assignment)
+
+
+def test_ejection_chains_and_twins_keep_every_rule_and_lower_the_worst_node() -> None:
+    """Every ejection chain and every cheaper-twin replacement the search proposes (on random small clusters with
+    a spent count or cost budget, draining nodes, pins, integer and tied loads) stays within the budget, moves no
+    pinned unit, puts no unit on a draining node but its home, and leaves every node it touches below the worst
+    node's deviation; and both kinds do occur (the generator reaches the cases)."""
+    rng = np.random.default_rng(7)
+    found = twins = 0
+    for _ in range(400):
+        n, u = int(rng.integers(3, 7)), int(rng.integers(6, 18))
+        cost = bool(rng.integers(2))
+        inst = instance(
+            rng.choice([1.0, 2.0, 3.0, 5.0, 0.5], size=u).tolist(),
+            rng.integers(0, n, size=u).tolist(),
+            [100.0] * n,
+            draining=[bool(rng.random() < 0.2) and i == n - 1 for i in range(n)],
+            pinned=(rng.random(u) < 0.2).tolist(),
+            state=rng.choice([1.0, 2.0, 0.5], size=u).tolist(),
+            max_migrations=None if cost else int(rng.integers(1, 5)),
+            max_migration_cost=float(rng.choice([1.0, 2.5, 4.0])) if cost else None,
+        )
+        plan = inst.current.copy()
+        staying = np.flatnonzero(inst.active)
+        for unit in rng.permutation(np.flatnonzero(inst.movable)).tolist():  # spend the budget at random
+            trial = plan.copy()
+            trial[unit] = int(rng.choice(staying))
+            if inst.within_budget(trial):
+                plan = trial
+        search = LocalSearch(inst, plan, inst.current)
+        deviation = search.util[search.active_nodes] - search.mean
+        position = int(np.argmax(np.abs(deviation)))
+        d = float(abs(deviation[position]))
+        node = int(search.active_nodes[position])
+        over = bool(deviation[position] > 0)
+        chains = search._chain_candidates(node, over, d)
+        replaced = search._twin_candidates(*search._moves(node, over), d)
+        found, twins = found + len(chains), twins + len(replaced)
+        for _, steps in chains + replaced:
+            assert len(steps) in (2, 3) and len({unit for unit, _ in steps}) == len(steps)
+            after = LocalSearch(inst, plan, inst.current)
+            after.apply(steps)
+            assert inst.within_budget(after.assignment)
+            assert (after.assignment[inst.pinned] == inst.current[inst.pinned]).all()
+            moved = after.assignment != inst.current
+            assert not (moved & inst.draining[after.assignment]).any()
+            touched = {int(plan[unit]) for unit, _ in steps} | {dest for _, dest in steps}
+            util = inst.utilization(after.assignment)
+            for t in touched:
+                if inst.active[t]:
+                    assert abs(util[t] - inst.mean_utilization) < d - 1e-9
+    assert found > 0 and twins > 0

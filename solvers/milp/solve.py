@@ -47,7 +47,12 @@ DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded 
 FINISH_SHARE = 0.3  # of the time limit kept for the rounds when unfinished descents are continued
 START_SHARE = 0.15  # of the time left, for each start and for its descent
 FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
+# Of the migrations, sent home by one perturbation (drawn uniformly). Measured on real skew (40-node snapshots, 2 s,
+# 9,000 perturbations): the share of perturbations that find a new best plan grows from 0.7 % at 5-10 % to 2.3 %
+# at 30-35 %; 10-50 % against 5-30 %: 5 % lower distances on average over 8 snapshots (4 of them held out).
+PERTURBATION_SHARE = (0.1, 0.5)
 PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
+MODEL_SHARE_MIN = 0.15  # of the rounds' time, for move-model rounds however rarely they improve the plan
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -250,6 +255,7 @@ class _Rounds:
         self.round_moves = MAX_ROUND_MOVES
         self.absolute_gap = 0.0  # points (residual_gap times the current plan's distance)
         self.perturbation_s = self.model_s = 0.0  # time spent in each kind of round
+        self.perturbation_wins = self.model_wins = 0  # rounds of each kind that improved the best plan
         self.counts_for_stall = True
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
 
@@ -285,14 +291,14 @@ class _Rounds:
         return improved
 
     def _perturbation_round(self, rng: np.random.Generator) -> bool:
-        """Iterated perturbation: a random 5-30 % of the best plan's migrations sent home, then the descent."""
+        """Iterated perturbation: a random share of the best plan's migrations sent home, then the descent."""
         inst, best = self.instance, self.best
         migrated = np.flatnonzero(best.search.migrated_mask())
         if not len(migrated) or time.perf_counter() + 3 * self.setup_s >= self.deadline:
             return False
         # At most PERTURBATION_UNITS: the descent that follows takes a step per unit sent home, and a step costs
         # milliseconds at scale (a perturbation must stay a short round).
-        size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(0.05, 0.3) * len(migrated))))
+        size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(*PERTURBATION_SHARE) * len(migrated))))
         trial = LocalSearch(inst, best.search.assignment, self.start)
         trial.send_home(rng.choice(migrated, size=size, replace=False))
         trial.descend(self.deadline, DESCENT_STEPS)
@@ -339,9 +345,14 @@ class _Rounds:
         milliseconds, model rounds tens of them: both kinds get an equal share of the time, not of the rounds)."""
         started = time.perf_counter()
         self.counts_for_stall = False
-        if self.perturbation_s <= self.model_s:
+        # The model rounds' share of the time follows their share of the improvements (each kind counts one win
+        # in advance), between MODEL_SHARE_MIN and one half: on real skew perturbations find most improvements.
+        wins = self.model_wins + 1, self.perturbation_wins + 1
+        model_share = float(np.clip(wins[0] / (wins[0] + wins[1]), MODEL_SHARE_MIN, 0.5))
+        if self.model_s >= model_share * (self.model_s + self.perturbation_s):
             improved = self._perturbation_round(rng)
             self.perturbation_s += time.perf_counter() - started
+            self.perturbation_wins += int(improved)
             return improved
         self.counts_for_stall = True  # a stall counts model rounds (each with its share of perturbations)
         modelled = self._model_round(rng, width, per_node, seconds)
@@ -349,6 +360,7 @@ class _Rounds:
             self.model_s = np.inf
             return self._neighbourhood_round(rng, width, per_node, seconds)
         self.model_s += max(time.perf_counter() - started, 1e-6)
+        self.model_wins += int(modelled)
         return modelled
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
