@@ -215,10 +215,15 @@ def plan_requests(draw: st.DrawFn) -> tuple[str, bytes, Body | None]:
     return (label, mutate_text(json.dumps(body)).encode(), None)
 
 
+# (elapsed seconds, blocking counter increments, per connection (tuples sent since, share of them in flight) or None)
+SplitterStep = tuple[float, list[float], list[tuple[int, float]] | None]
+
+
 @st.composite
-def splitter_calls(draw: st.DrawFn) -> tuple[Body, list[tuple[float, list[float]]]]:
-    """A first splitter call and the later (elapsed seconds, counter increments) observations: valid and extreme
-    values (tiny elapsed, huge counter jumps, resets, max_change near the int64 limit)."""
+def splitter_calls(draw: st.DrawFn) -> tuple[Body, list[SplitterStep]]:
+    """A first splitter call and the later (elapsed seconds, counter increments, tuple counts) observations: valid
+    and extreme values (tiny elapsed, huge counter jumps, resets, max_change near the int64 limit, tuple counts at
+    2**53 and reset to zero)."""
     n = draw(st.integers(1, 20))
     resolution = draw(st.sampled_from([2, 10, 1000, 100_000]))
     base, extra = divmod(resolution, n)
@@ -235,11 +240,22 @@ def splitter_calls(draw: st.DrawFn) -> tuple[Body, list[tuple[float, list[float]
     }
     if draw(st.booleans()):
         first["max_change"] = draw(st.sampled_from([1, 5, 1000, 2**31, 2**63]))
+    tuples = draw(st.booleans())  # the optional tuple counts (tuples_sent, tuples_in_flight): all or none
+    if tuples:
+        for connection in first["connections"]:
+            connection["tuples_sent"] = draw(st.sampled_from([0, 7, 10**6, 2**53]))
+            if draw(st.booleans()):
+                connection["tuples_in_flight"] = draw(st.integers(0, connection["tuples_sent"]))
     steps = []
     for _ in range(draw(st.integers(1, 3))):
         elapsed = draw(st.sampled_from([1.0, 10.0, 0.5, 1e-9, 0.0]))
         increments = [draw(st.sampled_from([0.0, 0.1, 0.9, 1e12, -1.0])) for _ in range(n)]
-        steps.append((elapsed, increments))
+        # tuples sent since the previous call (negative: the counter was reset) and the share still in flight
+        sent = [
+            (draw(st.sampled_from([0, 1, 1000, 10**12, -(2**53)])), draw(st.sampled_from([0.0, 0.5, 1.0])))
+            for _ in range(n)
+        ]
+        steps.append((elapsed, increments, sent if tuples else None))
     return first, steps
 
 
@@ -292,22 +308,26 @@ def check_plan_call(client: TestClient, kind: str, raw: bytes, body: Body | None
 
 
 def check_splitter_chain(
-    client: TestClient, first: Body, steps: list[tuple[float, list[float]]], report: FuzzReport
+    client: TestClient, first: Body, steps: list[SplitterStep], report: FuzzReport
 ) -> None:
     body = first
     answer: Body = {}
     for step in [None, *steps]:
         if step is not None:
-            elapsed, increments = step
+            elapsed, increments, tuples = step
             body = json.loads(json.dumps(body))
             body["observed_at"] += elapsed
-            for connection, inc, weight in zip(
-                body["connections"], increments, answer["weights"].values(), strict=True
+            for j, (connection, inc, weight) in enumerate(
+                zip(body["connections"], increments, answer["weights"].values(), strict=True)
             ):
                 connection["cumulative_blocking_s"] = min(
                     1e15, max(0.0, connection["cumulative_blocking_s"] + inc)
                 )
                 connection["weight"] = weight
+                if tuples is not None:
+                    more, in_flight = tuples[j]
+                    connection["tuples_sent"] = min(2**53, max(0, connection["tuples_sent"] + more))
+                    connection["tuples_in_flight"] = int(connection["tuples_sent"] * in_flight)
             body["model"] = answer["model"]
         response = client.post(SPLITTER, json=body)
         report.requests += 1
