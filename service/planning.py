@@ -149,6 +149,8 @@ def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
     both give the same answer (tests/test_service_inline.py)."""
 
     def small_plan() -> WorkerAnswer | None:
+        if len(job.body) > INLINE_MAX_BODY_BYTES:  # not even parsed here
+            return None
         parse_started = time.monotonic()
         raw = _decode(job.body)
         if isinstance(raw, WorkerAnswer):

@@ -53,9 +53,11 @@ async def plan_assignment(request: Request) -> Response:
         if settings.inline_small_plans and len(body) <= INLINE_MAX_BODY_BYTES and inline.available()
         else None
     )
+    metrics = request.app.state.metrics
     if answer is None:
         answer = await _plan_in_worker(request, pool, settings, job)
-    metrics = request.app.state.metrics
+    else:
+        metrics.inline_plans.inc()
     metrics.record_answer(answer)
     if answer.status >= 400:
         count_rejection(request.scope, answer.status)
