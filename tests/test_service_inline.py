@@ -42,6 +42,9 @@ def apps() -> Iterator[tuple[Any, Any]]:
     """(inline app, worker-only app), one solver worker each."""
     fast = create_app(Settings(pool_size=1, queue_size=4))
     pooled = create_app(Settings(pool_size=1, queue_size=4, inline_small_plans=False))
+    # Requests back to back would look like a saturated loop and overflow to the idle worker: here every small one
+    # must run inline.
+    fast.state.loop_load.saturated = lambda now: False
     yield fast, pooled
     fast.state.pool.shutdown()
     pooled.state.pool.shutdown()
@@ -77,13 +80,13 @@ loads = st.one_of(
 
 @st.composite
 def small_snapshots(draw: st.DrawFn) -> dict[str, Any]:
-    n_nodes = draw(st.integers(1, 12))
+    n_nodes = draw(st.integers(1, planning.INLINE_MAX_NODES))
     nodes: list[dict[str, Any]] = [
         {"id": f"n{i}", "capacity": draw(st.sampled_from([100.0, 50.0, 7.5]))} for i in range(n_nodes)
     ]
     if n_nodes > 1 and draw(st.booleans()):
         nodes[-1]["draining"] = True
-    n_units = draw(st.integers(1, 150))
+    n_units = draw(st.integers(1, planning.INLINE_MAX_UNITS))
     units = []
     for k in range(n_units):
         node = draw(st.one_of(st.none(), st.integers(0, n_nodes - 1)))
@@ -265,3 +268,32 @@ def test_variance_without_numpys_wrapper_is_numpys_variance(rows: list[list[floa
     expected = array.var(axis=axis)
     for variance in (plan_check._variance, solver_metrics._variance):
         np.testing.assert_array_equal(variance(array, axis), expected)
+
+
+def test_the_loop_counts_as_saturated_only_while_inline_plans_follow_each_other_closely() -> None:
+    load = inline.LoopLoad()
+    now = 100.0
+    for _ in range(50):  # plans of 1 ms every 1.2 ms: the loop is busy 83 % of the time
+        load.record(now, now + 0.001)
+        now += 0.0012
+    assert load.busy > inline.OVERFLOW_BUSY_SHARE
+    assert load.saturated(now)
+    assert not load.saturated(now + inline.BUSY_WINDOW_S)  # a pause: the loop is free again
+    for _ in range(50):  # plans of 1 ms every 5 ms: a light load stays inline
+        load.record(now, now + 0.001)
+        now += 0.005
+    assert not load.saturated(now)
+
+
+def test_a_saturated_loop_overflows_small_plans_to_an_idle_worker_only() -> None:
+    body = json.dumps(make_snapshot(algorithm={"name": "flux"})).encode()
+    job = planning.PlanJob(body, time.monotonic())
+    load = inline.LoopLoad()
+    load.busy, load._last_end = 1.0, time.monotonic()
+    assert inline.plan_here(Settings(), job, load, worker_idle=True) is None
+    answer = inline.plan_here(Settings(), job, load, worker_idle=False)
+    assert answer is not None and answer.status == 200
+    assert (
+        inline.plan_here(Settings(inline_small_plans=False), job, inline.LoopLoad(), worker_idle=False)
+        is None
+    )

@@ -13,7 +13,7 @@ from service import inline
 from service.algorithms import REGISTRY
 from service.errors import PROBLEM_RESPONSES, ProblemError
 from service.middleware import RECEIVED_AT
-from service.planning import INLINE_MAX_BODY_BYTES, PlanJob
+from service.planning import PlanJob
 from service.pool import DeadlineExceeded, SolverPool, WorkerAnswer, WorkerDied
 from service.settings import Settings
 from service.telemetry import count_rejection
@@ -47,12 +47,9 @@ async def plan_assignment(request: Request) -> Response:
     pool: SolverPool = request.app.state.pool
     job = PlanJob(body, started)
     # Small requests are planned right here (service.inline: cheaper than the trip to a worker, under a watchdog);
-    # the rest, and any small one the watchdog stopped, in a worker process under the hard deadline.
-    answer = (
-        inline.plan_inline(settings, job)
-        if settings.inline_small_plans and len(body) <= INLINE_MAX_BODY_BYTES and inline.available()
-        else None
-    )
+    # the rest, any small one the watchdog stopped, and small ones while this loop is saturated and a worker idle,
+    # in a worker process under the hard deadline.
+    answer = inline.plan_here(settings, job, request.app.state.loop_load, pool.has_idle_worker)
     metrics = request.app.state.metrics
     if answer is None:
         answer = await _plan_in_worker(request, pool, settings, job)
