@@ -25,8 +25,9 @@ from service.planning import INLINE_MAX_BODY_BYTES, PlanJob, plan_if_small
 from service.pool import WorkerAnswer
 from service.settings import Settings
 
-# 50 ms: over 6x the slowest small request measured at the caps (bench/reliability/inline_worst.py) and 60x a typical one;
-# far below any deadline (time_limit_s + 1 s), so an abandoned attempt leaves the worker all but all of its time.
+# 50 ms: over 5x the slowest small request measured at the caps (8.8 ms CPU, bench/reliability/inline_worst.py) and
+# 60x a typical one; far below any deadline (time_limit_s + 1 s), so an abandoned attempt leaves the worker all but
+# all of its time.
 INLINE_WATCHDOG_S = 0.05
 
 

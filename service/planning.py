@@ -61,8 +61,8 @@ ADAPT_PER_PARSE = 0.3
 # algorithm of INLINE_ALGORITHMS: polynomial baselines with a hard move cap (4 x units + nodes) and no search that
 # runs until time_limit_s. The caps are from measurement (bench/reliability/inline_worst.py, CPU of the whole
 # request, parse to serialization, on adversarial snapshots at the caps: all units on one node, ties, no budget): at
-# 128 units and 16 nodes the slowest is flux with every unit on one of 16 nodes, 7.5 ms (load 2); at 256 units and
-# 64 nodes it was 46 ms, too long to hold the event loop. A 10 x 100 flux request with a budget takes 0.8 ms.
+# 128 units and 16 nodes the slowest is flux with every unit on one of 16 nodes, 7.3 to 8.8 ms (load 2); at 256
+# units and 64 nodes it was 46 ms, too long to hold the event loop. A 10 x 100 flux request with a budget: 0.8 ms.
 INLINE_MAX_BODY_BYTES = 32 * 1024
 INLINE_MAX_UNITS = 128
 INLINE_MAX_NODES = 16
