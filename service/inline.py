@@ -1,6 +1,6 @@
 """Small plan requests planned in the service process, on the event loop, under a watchdog.
 
-Why inline: a small request (service.planning.is_small: a 10 x 100 flux snapshot, 0.7 ms of CPU from parse to
+Why inline: a small request (service.planning.is_small: a 10 x 100 flux snapshot, 0.8 ms of CPU from parse to
 serialization) cost more CPU in the round trip to a worker process than in the plan itself (the body pickled and
 piped, the answer piped back, two context switches: 0.58 ms in the service process plus 1.21 ms in the worker,
 measured). Why on the event loop and not on a thread: the work is Python holding the GIL almost throughout, so a
