@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 
 from service.planning import INLINE_MAX_BODY_BYTES, PlanJob, plan_if_small
 from service.pool import WorkerAnswer
@@ -29,38 +28,6 @@ from service.settings import Settings
 # 60x a typical one; far below any deadline (time_limit_s + 1 s), so an abandoned attempt leaves the worker all but
 # all of its time.
 INLINE_WATCHDOG_S = 0.05
-
-
-# While the event loop spends more than this share of its wall time planning inline it is the bottleneck (one core),
-# and small requests overflow to solver workers that are idle: their cores are otherwise unused then. The share is
-# an exponential average over inline plans (BUSY_SMOOTHING per plan), counted only while they follow each other
-# closely (BUSY_WINDOW_S): after a pause the loop is free again.
-OVERFLOW_BUSY_SHARE = 0.6
-BUSY_SMOOTHING = 0.1
-BUSY_WINDOW_S = 0.01
-
-
-class LoopLoad:
-    """The share of the event loop's wall time spent in inline plans, one sample per plan: its duration over the
-    time since the previous inline plan ended."""
-
-    def __init__(self) -> None:
-        self.busy = 0.0
-        self._last_end: float | None = None
-
-    def record(self, started: float, ended: float) -> None:
-        if self._last_end is not None:
-            interval = ended - self._last_end
-            sample = min(1.0, (ended - started) / interval) if interval > 0 else 1.0
-            self.busy += BUSY_SMOOTHING * (sample - self.busy)
-        self._last_end = ended
-
-    def saturated(self, now: float) -> bool:
-        return (
-            self._last_end is not None
-            and now - self._last_end < BUSY_WINDOW_S
-            and self.busy > OVERFLOW_BUSY_SHARE
-        )
 
 
 class InlineOverrun(BaseException):
@@ -90,17 +57,16 @@ def available() -> bool:
     return True
 
 
-def plan_here(settings: Settings, job: PlanJob, load: LoopLoad, worker_idle: bool) -> WorkerAnswer | None:
+def plan_here(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
     """The answer of a small request planned in this process, or None: inline plans are off, the body is too large,
-    this thread cannot run the watchdog, the loop is saturated while a worker is idle, or `plan_inline` gave up."""
+    this thread cannot run the watchdog, or `plan_inline` gave up (not small, or the watchdog fired).
+
+    Small requests stay here even while the loop is the bottleneck: sending some to idle workers then measured 5 %
+    more plans a second but twice the p99 latency (56 ms against 25-28 ms, bare FastAPI 30 ms; 25 Nov, quiet
+    machine)."""
     if not settings.inline_small_plans or len(job.body) > INLINE_MAX_BODY_BYTES or not available():
         return None
-    started = time.monotonic()
-    if worker_idle and load.saturated(started):
-        return None
-    answer = plan_inline(settings, job)
-    load.record(started, time.monotonic())
-    return answer
+    return plan_inline(settings, job)
 
 
 def plan_inline(

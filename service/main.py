@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from schemas.assignment import AssignmentRequest
 from schemas.splitter import SplitterRequest
 from service.errors import PROBLEM_RESPONSES, install_problem_handlers
-from service.inline import LoopLoad
 from service.logs import RequestContextMiddleware, configure_json_logging
 from service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from service.planning import plan_task
@@ -65,7 +64,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.pool = pool
-    app.state.loop_load = LoopLoad()  # how busy inline plans keep the event loop (service.inline)
     app.state.metrics = Metrics()
     app.state.metrics.watch_pool(lambda: pool.in_flight, pool.capacity)
     install_problem_handlers(app)

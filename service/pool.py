@@ -155,11 +155,6 @@ class SolverPool:
     def in_flight(self) -> int:
         return self._in_flight
 
-    @property
-    def has_idle_worker(self) -> bool:
-        """Whether a request sent now would find a worker process waiting (or one not started yet)."""
-        return bool(self._idle) or len(self._all) < self._workers
-
     def _saturated(self) -> ProblemError:
         return ProblemError(
             503,

@@ -46,9 +46,6 @@ def apps() -> Iterator[tuple[Any, Any]]:
     """(inline app, worker-only app), one solver worker each."""
     fast = create_app(Settings(pool_size=1, queue_size=4))
     pooled = create_app(Settings(pool_size=1, queue_size=4, inline_small_plans=False))
-    # Requests back to back would look like a saturated loop and overflow to the idle worker: here every small one
-    # must run inline.
-    fast.state.loop_load.saturated = lambda now: False
     yield fast, pooled
     fast.state.pool.shutdown()
     pooled.state.pool.shutdown()
@@ -274,33 +271,12 @@ def test_variance_without_numpys_wrapper_is_numpys_variance(rows: list[list[floa
         np.testing.assert_array_equal(variance(array, axis), expected)
 
 
-def test_the_loop_counts_as_saturated_only_while_inline_plans_follow_each_other_closely() -> None:
-    load = inline.LoopLoad()
-    now = 100.0
-    for _ in range(50):  # plans of 1 ms every 1.2 ms: the loop is busy 83 % of the time
-        load.record(now, now + 0.001)
-        now += 0.0012
-    assert load.busy > inline.OVERFLOW_BUSY_SHARE
-    assert load.saturated(now)
-    assert not load.saturated(now + inline.BUSY_WINDOW_S)  # a pause: the loop is free again
-    for _ in range(50):  # plans of 1 ms every 5 ms: a light load stays inline
-        load.record(now, now + 0.001)
-        now += 0.005
-    assert not load.saturated(now)
-
-
-def test_a_saturated_loop_overflows_small_plans_to_an_idle_worker_only() -> None:
+def test_plan_here_only_where_inline_plans_are_on() -> None:
     body = json.dumps(make_snapshot(algorithm={"name": "flux"})).encode()
     job = planning.PlanJob(body, time.monotonic())
-    load = inline.LoopLoad()
-    load.busy, load._last_end = 1.0, time.monotonic()
-    assert inline.plan_here(Settings(), job, load, worker_idle=True) is None
-    answer = inline.plan_here(Settings(), job, load, worker_idle=False)
+    answer = inline.plan_here(Settings(), job)
     assert answer is not None and answer.status == 200
-    assert (
-        inline.plan_here(Settings(inline_small_plans=False), job, inline.LoopLoad(), worker_idle=False)
-        is None
-    )
+    assert inline.plan_here(Settings(inline_small_plans=False), job) is None
 
 
 def test_a_real_server_plans_small_requests_inline_and_large_ones_in_workers() -> None:

@@ -102,7 +102,7 @@ def main() -> None:
         for name, (kind, bodies) in cases.items():
             with serve(kind) as (url, process):
                 run_load(url + PLAN, bodies[:8], duration_s=1.0)  # warm-up: imports, worker forks, caches
-                workers = children(process.pid)  # overflow may have started them during the warm-up
+                workers = children(process.pid)
                 before = (cpu_seconds(process.pid), sum(map(cpu_seconds, workers)), children_cpu_seconds())
                 results[name].append(run_load(url + PLAN, bodies, duration_s=args.duration))
                 cpu[name][0] += cpu_seconds(process.pid) - before[0]

@@ -47,9 +47,8 @@ async def plan_assignment(request: Request) -> Response:
     pool: SolverPool = request.app.state.pool
     job = PlanJob(body, started)
     # Small requests are planned right here (service.inline: cheaper than the trip to a worker, under a watchdog);
-    # the rest, any small one the watchdog stopped, and small ones while this loop is saturated and a worker idle,
-    # in a worker process under the hard deadline.
-    answer = inline.plan_here(settings, job, request.app.state.loop_load, pool.has_idle_worker)
+    # the rest, and any small one the watchdog stopped, in a worker process under the hard deadline.
+    answer = inline.plan_here(settings, job)
     metrics = request.app.state.metrics
     if answer is None:
         answer = await _plan_in_worker(request, pool, settings, job)
