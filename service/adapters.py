@@ -128,11 +128,13 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
         notes=plan.notes,
     ).model_dump(mode="json", by_alias=True)
     answer["assignment"] = dict(zip(instance.unit_ids, names[assignment].tolist(), strict=True))
-    unit_names = np.array(instance.unit_ids, dtype=object)
+    unit_ids = instance.unit_ids
     answer["moves"] = [
         {"unit": unit, "from": src, "to": dst, "cost": size}
         for unit, src, dst, size in zip(
-            unit_names[moved].tolist(),
+            [
+                unit_ids[k] for k in moved.tolist()
+            ],  # the moved ones only (an object array of all ids cost more)
             names[instance.current[moved]].tolist(),
             names[assignment[moved]].tolist(),
             instance.state_size[moved].tolist(),

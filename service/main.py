@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -46,6 +47,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # What is alive at start-up (modules, the app, numpy, OR-Tools...) lives as long as the process: out of the
+        # collector's sight, its full collections walk only what requests allocate (3 % of a small inline plan's
+        # CPU measured). Workers forked later inherit the frozen heap and freeze their own (service.pool).
+        gc.freeze()
         yield
         pool.shutdown()
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import gc
 import itertools
-import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic_core
 from pydantic import ValidationError
@@ -38,6 +37,7 @@ from service.settings import Settings
 from solvers.errors import UnsolvableRequest
 from solvers.plan_check import check_plan
 
+_Answer = TypeVar("_Answer", WorkerAnswer, WorkerAnswer | None)
 log = logging.getLogger("trimtab")
 PATH = "/v1/assignment/plan"
 
@@ -52,6 +52,32 @@ POST_SOLVE_PER_VALUE_S = 2e-7
 # leaves room for the answer's trip back through the service. The adapter costs about 0.25x.
 POST_SOLVE_PER_PARSE = 3.0
 ADAPT_PER_PARSE = 0.3
+
+
+# Small requests are planned in the service process, on the event loop (service.inline), instead of in a worker
+# process: for them the round trip to a worker (pickling, a pipe each way, two context switches, the worker's wake-up)
+# cost more CPU than the plan itself. Small means bounded by construction: a body of at most INLINE_MAX_BODY_BYTES
+# (its parse is bounded), at most INLINE_MAX_UNITS units, INLINE_MAX_NODES nodes and single loads (no series), and an
+# algorithm of INLINE_ALGORITHMS: polynomial baselines with a hard move cap (4 x units + nodes) and no search that
+# runs until time_limit_s. The caps are from measurement (bench/reliability/inline_worst.py, CPU of the whole
+# request, parse to serialization, on adversarial snapshots at the caps: all units on one node, ties, no budget): at
+# 128 units and 16 nodes the slowest is flux with every unit on one of 16 nodes, 7.3 to 8.8 ms (load 2); at 256
+# units and 64 nodes it was 46 ms, too long to hold the event loop. A 10 x 100 flux request with a budget: 0.8 ms.
+INLINE_MAX_BODY_BYTES = 32 * 1024
+INLINE_MAX_UNITS = 128
+INLINE_MAX_NODES = 16
+INLINE_ALGORITHMS = frozenset({"flux", "largest-load-first", "round-robin", "random"})
+
+
+def is_small(request: AssignmentRequest, body_bytes: int) -> bool:
+    """Whether the whole request is small enough to plan in the service process (see INLINE_MAX_BODY_BYTES)."""
+    return (
+        body_bytes <= INLINE_MAX_BODY_BYTES
+        and request.algorithm.name in INLINE_ALGORITHMS
+        and len(request.units) <= INLINE_MAX_UNITS
+        and len(request.nodes) <= INLINE_MAX_NODES
+        and _windows(request) == 1
+    )
 
 
 @dataclass(frozen=True)
@@ -112,7 +138,38 @@ def _problem(problem: Problem, headers: dict[str, str] | None = None) -> WorkerA
 
 
 def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -> WorkerAnswer:
-    """The whole plan request; never raises (a bug becomes a 500 problem without internals).
+    """The whole plan request, as a worker process runs it; never raises (a bug becomes a 500 problem without
+    internals)."""
+    return _guarded(settings, lambda: _plan(settings, job, _parse(job), announce))
+
+
+def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
+    """The whole plan request when it is small (see `is_small`), else None (the caller then sends the job to a worker
+    process). The JSON is decoded first and a request that does not name an inline algorithm goes to the worker at
+    once (30 us wasted, not a whole parse); one that does is answered here whatever else it holds, bad input
+    included: the parse of a body this small is itself small. The same code as `plan_task` from the parse on, so
+    both give the same answer (tests/test_service_inline.py)."""
+
+    def small_plan() -> WorkerAnswer | None:
+        if len(job.body) > INLINE_MAX_BODY_BYTES:  # not even parsed here
+            return None
+        parse_started = time.monotonic()
+        raw = _decode(job.body)
+        if isinstance(raw, WorkerAnswer):
+            return raw
+        algorithm = raw.get("algorithm") if isinstance(raw, dict) else None
+        if not isinstance(algorithm, dict) or algorithm.get("name") not in INLINE_ALGORITHMS:
+            return None
+        parsed = _validate(raw, parse_started)
+        if isinstance(parsed, _Parsed) and not is_small(parsed.request, len(job.body)):
+            return None
+        return _plan(settings, job, parsed, lambda deadline: None)
+
+    return _guarded(settings, small_plan)
+
+
+def _guarded(settings: Settings, plan: Callable[[], _Answer]) -> _Answer:
+    """Run a plan request with its error handling.
 
     The cyclic garbage collector is off for the request: parsing 250,000 units creates as many model objects, and
     the collections their allocations trigger (each walking every object alive) cost more than the parse itself
@@ -121,7 +178,7 @@ def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _plan(settings, job, announce)
+        return plan()
     except ProblemError as exc:
         return _problem(problem_of(exc, PATH), exc.headers)
     except MemoryError:
@@ -152,17 +209,33 @@ def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None
             gc.enable()
 
 
-def _plan(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -> WorkerAnswer:
-    marks = [
-        ("receive", job.started),
-        ("parse", time.monotonic()),
-    ]  # phase ends, for the Server-Timing header
+@dataclass
+class _Parsed:
+    raw: Any  # the body as plain JSON data: what the independent validator reads
+    request: AssignmentRequest
+    parse_started: float
+
+
+def _parse(job: PlanJob) -> _Parsed | WorkerAnswer:
+    """The body as JSON data and as the request model, or the 400/422 problem naming what is wrong."""
+    parse_started = time.monotonic()
+    raw = _decode(job.body)
+    return raw if isinstance(raw, WorkerAnswer) else _validate(raw, parse_started)
+
+
+def _decode(body: bytes) -> Any:
+    """The body as JSON data, or the 400 problem (a WorkerAnswer)."""
     try:
-        raw: Any = json.loads(job.body)
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        # pydantic's JSON parser (Rust): 30 us against json.loads' 50 us for a 10 x 100 snapshot
+        return pydantic_core.from_json(body)
+    except ValueError as exc:
         return _problem(
             validation_problem([{"type": "json_invalid", "loc": ("body",), "msg": str(exc)}], PATH)
         )
+
+
+def _validate(raw: Any, parse_started: float) -> _Parsed | WorkerAnswer:
+    """The request model of JSON data, or the 422 problem naming each wrong field."""
     try:
         request = AssignmentRequest.model_validate(raw)
     except ValidationError as exc:
@@ -170,6 +243,19 @@ def _plan(settings: Settings, job: PlanJob, announce: Callable[[float], None]) -
             {**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False, include_input=False)
         ]
         return _problem(validation_problem(fields, PATH))
+    return _Parsed(raw, request, parse_started)
+
+
+def _plan(
+    settings: Settings, job: PlanJob, parsed: _Parsed | WorkerAnswer, announce: Callable[[float], None]
+) -> WorkerAnswer:
+    if isinstance(parsed, WorkerAnswer):
+        return parsed
+    raw, request = parsed.raw, parsed.request
+    marks = [
+        ("receive", job.started),
+        ("parse", parsed.parse_started),
+    ]  # phase ends, for the Server-Timing header
     marks.append(("check", time.monotonic()))
     errors = reference_errors(request) + size_errors(request, settings)
     if errors:

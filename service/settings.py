@@ -62,6 +62,11 @@ class Settings(BaseSettings):
         ge=1024,
         description="Request bodies held at once, all requests together (at least max_body_bytes); beyond: 503.",
     )
+    inline_small_plans: bool = Field(
+        default=True,
+        description="Plan small requests (service.planning.is_small) in the service process under a watchdog instead "
+        "of a worker process (cheaper; see service.inline).",
+    )
     open_readyz: bool = Field(default=False, description="With a token set: /readyz answers without it.")
     open_metrics: bool = Field(default=False, description="With a token set: /metrics answers without it.")
 

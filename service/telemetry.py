@@ -79,6 +79,11 @@ class Metrics:
             buckets=(0, 1, 5, 10, 50, 100, 500, 1000, 5000, 10000),
             registry=self.registry,
         )
+        self.inline_plans = Counter(
+            "trimtab_inline_plans",
+            "Plan requests answered in the service process (small, see service.inline), not by a solver worker",
+            registry=self.registry,
+        )
         self.pool_in_flight = Gauge(
             "trimtab_pool_in_flight",
             "Solver calls running or waiting in the pool (503 once it reaches trimtab_pool_capacity)",

@@ -98,38 +98,56 @@ def average_correlation(rows: FloatArray) -> float:
     return pairs_sum / (n * (n - 1) / 2.0)
 
 
+def _variance(rows: FloatArray, axis: int) -> FloatArray:
+    """rows.var(axis) by numpy's own steps (mean, deviations, mean square), without its Python wrapper (most of the
+    cost on small arrays, where every plan's two cluster_stats calls are): the same numbers."""
+    n = rows.shape[axis]
+    deviation = rows - np.add.reduce(rows, axis=axis, keepdims=True) / n
+    return np.asarray(np.add.reduce(deviation * deviation, axis=axis) / n, dtype=np.float64)
+
+
 def cluster_stats(
     instance: AssignmentInstance,
     assignment: IntArray,
     added_capacity: FloatArray | None = None,
     removed: IntArray | None = None,
 ) -> ClusterStats:
-    """Statistics of `assignment` (units at -1 are not placed yet and count nowhere). Added nodes (indices >= n_nodes) stay; removed nodes do not."""
-    extra = np.zeros(0) if added_capacity is None else np.asarray(added_capacity, dtype=np.float64)
-    capacity = np.concatenate([instance.capacity, extra])
-    staying = np.concatenate([instance.active, np.ones(len(extra), dtype=bool)])
+    """Statistics of `assignment` (units at -1 are not placed yet and count nowhere). Added nodes (indices >= n_nodes) stay; removed nodes do not.
+    Reductions are called as ufunc methods: numpy's Python wrappers (np.max, .mean, .var) cost more than the sums
+    on a small cluster."""
+    if added_capacity is None or not len(added_capacity):
+        capacity, staying = instance.capacity, instance.active
+    else:
+        extra = np.asarray(added_capacity, dtype=np.float64)
+        capacity = np.concatenate([instance.capacity, extra])
+        staying = np.concatenate([instance.active, np.ones(len(extra), dtype=bool)])
     if removed is not None and len(removed):
+        staying = staying.copy()
         staying[np.asarray(removed)] = False
     n_all = len(capacity)
     per_node = node_series(instance.series, assignment, n_all)
-    mean_load = per_node.mean(axis=1)
+    windows = per_node.shape[1]
+    mean_load = per_node[:, 0] if windows == 1 else np.add.reduce(per_node, axis=1) / windows
     util = 100.0 * mean_load / capacity
-    mean_util = 100.0 * float(instance.load.sum()) / float(capacity[staying].sum())
+    mean_util = 100.0 * float(np.add.reduce(instance.load)) / float(np.add.reduce(capacity[staying]))
     util_staying = util[staying]
     stay_series = per_node[staying]
-    windows = stay_series.shape[1]
-    variance_per_window = stay_series.var(axis=0)
+    variance_per_window = _variance(stay_series, 0)
     has_series = windows >= 2
     return ClusterStats(
-        load_distance=float(np.max(np.abs(util_staying - mean_util))),
-        max_utilization=float(util.max()),
-        min_utilization=float(util_staying.min()),
+        load_distance=float(np.maximum.reduce(np.abs(util_staying - mean_util))),
+        max_utilization=float(np.maximum.reduce(util)),
+        min_utilization=float(np.minimum.reduce(util_staying)),
         imbalance=float(variance_per_window[-1]),
-        imbalance_total=float(variance_per_window.sum()),
+        imbalance_total=float(np.add.reduce(variance_per_window)),
         avg_load_correlation=average_correlation(stay_series) if has_series else None,
-        mean_node_load_variance=float(stay_series.var(axis=1).mean()) if has_series else None,
+        mean_node_load_variance=float(np.add.reduce(_variance(stay_series, 1)) / len(stay_series))
+        if has_series
+        else None,
         parallelism=int(np.count_nonzero(np.bincount(assignment[assignment >= 0], minlength=n_all))),
-        min_mean_node_load_variance=float(stay_series.sum(axis=0).var() / len(stay_series) ** 2)
+        min_mean_node_load_variance=float(
+            _variance(np.add.reduce(stay_series, axis=0), 0) / len(stay_series) ** 2
+        )
         if has_series
         else None,
         collocation_factor=collocation_factor(instance, assignment),

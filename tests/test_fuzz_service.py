@@ -9,14 +9,16 @@ every problem a problem+json document, and the splitter model a response returns
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+import httpx
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,6 +37,39 @@ Body = dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+class PostClient(Protocol):
+    def post(
+        self, url: str, *, content: bytes | None = ..., json: Any = ..., headers: dict[str, str] | None = ...
+    ) -> httpx.Response: ...
+
+
+class MainThreadClient:
+    """Drives an app from the calling thread (asyncio.run per request through httpx's ASGI transport), as uvicorn
+    runs it in its main thread: there small plans are planned in the service process (service.inline), which an app
+    behind a TestClient (on a portal thread) never does. A 5xx comes back as a response, to be judged."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def post(
+        self,
+        url: str,
+        *,
+        content: bytes | None = None,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=False)
+            async with httpx.AsyncClient(transport=transport, base_url="http://trimtab", timeout=120) as c:
+                return await c.post(url, content=content, json=json, headers=headers)
+
+        return asyncio.run(send())
+
+    def close(self) -> None:
+        self.app.state.pool.shutdown()
 
 
 def _algorithm(body: Any) -> str | None:
@@ -279,7 +314,7 @@ def _time_limit(body: Body | None) -> float:
     return value if isinstance(value, int | float) and 0 < value <= 60 else 2.0
 
 
-def check_plan_call(client: TestClient, kind: str, raw: bytes, body: Body | None, report: FuzzReport) -> None:
+def check_plan_call(client: PostClient, kind: str, raw: bytes, body: Body | None, report: FuzzReport) -> None:
     started = time.monotonic()
     response = client.post(PLAN, content=raw, headers={"content-type": "application/json"})
     elapsed = time.monotonic() - started
@@ -308,7 +343,7 @@ def check_plan_call(client: TestClient, kind: str, raw: bytes, body: Body | None
 
 
 def check_splitter_chain(
-    client: TestClient, first: Body, steps: list[SplitterStep], report: FuzzReport
+    client: PostClient, first: Body, steps: list[SplitterStep], report: FuzzReport
 ) -> None:
     body = first
     answer: Body = {}
@@ -352,7 +387,7 @@ def check_splitter_chain(
             return
 
 
-def run_fuzz(client: TestClient, examples: int, derandomize: bool) -> FuzzReport:
+def run_fuzz(client: PostClient, examples: int, derandomize: bool) -> FuzzReport:
     """Drive `examples` generated cases (plan requests and splitter call chains, 4:1) through `client`."""
     report = FuzzReport()
 
@@ -377,9 +412,20 @@ def run_fuzz(client: TestClient, examples: int, derandomize: bool) -> FuzzReport
 
 
 def test_fuzz_no_5xx_no_hang_every_plan_valid() -> None:
-    # A 5xx must reach the check as a response (not as an exception of the test client) to be judged.
-    with TestClient(create_app(Settings()), raise_server_exceptions=False) as client:
+    # Driven as uvicorn drives the app (its main thread): small plans inline, the rest in solver workers.
+    client = MainThreadClient(create_app(Settings()))
+    try:
         report = run_fuzz(client, FUZZ_EXAMPLES, derandomize=True)
+    finally:
+        client.close()
     assert not report.failures, "\n".join(report.failures[:10])
     assert report.requests >= FUZZ_EXAMPLES
     assert report.statuses[200] > FUZZ_EXAMPLES // 3, report.statuses  # most valid cases are planned
+    assert client.app.state.metrics.inline_plans._value.get() > FUZZ_EXAMPLES // 10  # both paths fuzzed
+
+
+def test_fuzz_through_a_test_client_all_on_the_worker_path() -> None:
+    """The same cases, fewer, with every plan in a solver worker (a TestClient's portal thread: nothing inline)."""
+    with TestClient(create_app(Settings()), raise_server_exceptions=False) as client:
+        report = run_fuzz(client, FUZZ_EXAMPLES // 5, derandomize=True)
+    assert not report.failures, "\n".join(report.failures[:10])

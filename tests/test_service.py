@@ -192,7 +192,8 @@ def test_saturated_pool_answers_503_with_retry_after() -> None:
     and /readyz says saturated. The slot is held by a job put straight into the app's pool (no test hook needed)."""
     app = create_app(Settings(pool_size=1, queue_size=0, retry_after_s=7))
     release = threading.Event()
-    body = make_snapshot(algorithm={"name": "flux"}, budget={"max_migrations": 2})
+    # milp: a request for the worker pool (a small flux one is planned in the service process, see service.inline)
+    body = make_snapshot(algorithm={"name": "milp"}, budget={"max_migrations": 2}, time_limit_s=0.5)
 
     async def scenario() -> None:
         transport = httpx.ASGITransport(app=app)

@@ -1,5 +1,5 @@
 """The fuzz run of issue 9 at benchmark size: 10,000 generated cases (plan requests for every algorithm, valid and
-invalid, and splitter call chains) with fresh randomness, through the app in process (the same checks as
+invalid, and splitter call chains) with fresh randomness, through the app in process, driven from its main thread as uvicorn drives it (the same checks as
 tests/test_fuzz_service.py: zero 5xx, zero hangs, every 200 plan valid, returned splitter models accepted).
 
     python -m bench.reliability.fuzz [--examples 10000]
@@ -12,11 +12,9 @@ import os
 import sys
 import time
 
-from fastapi.testclient import TestClient
-
 from service.main import create_app
 from service.settings import Settings
-from tests.test_fuzz_service import run_fuzz
+from tests.test_fuzz_service import MainThreadClient, run_fuzz
 
 
 def main() -> int:
@@ -30,8 +28,12 @@ def main() -> int:
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     started = time.monotonic()
-    with TestClient(create_app(Settings()), raise_server_exceptions=False) as client:
+    # As uvicorn drives the app (its main thread): small plans inline, the rest in solver workers.
+    client = MainThreadClient(create_app(Settings()))
+    try:
         report = run_fuzz(client, args.examples, derandomize=args.derandomize)
+    finally:
+        client.close()
     seconds = time.monotonic() - started
     print(f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f} (2 cores); {seconds:.0f} s")
     print(f"cases {args.examples}, requests {report.requests}")

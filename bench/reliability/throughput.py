@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import resource
 from pathlib import Path
 
 from bench.reliability.load import LoadResult, run_load
@@ -61,14 +62,21 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def row(name: str, result: LoadResult, bare: LoadResult | None, cpu: tuple[float, float]) -> str:
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this process's finished children (the load generator's worker processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def row(name: str, result: LoadResult, bare: LoadResult | None, cpu: tuple[float, float, float]) -> str:
     ratio = f"{result.rate / bare.rate:.2f}" if bare else "1.00"
     p99_ratio = f"{result.percentile(0.99) / bare.percentile(0.99):.2f}" if bare else "1.00"
     statuses = ", ".join(f"{k}: {v}" for k, v in sorted(result.statuses.items()))
     return (
         f"| {name} | {result.rate:.0f} | {ratio} | {1000 * result.percentile(0.5):.0f} | "
         f"{1000 * result.percentile(0.99):.0f} | {p99_ratio} | {statuses} | "
-        f"{1000 * cpu[0] / max(1, result.requests):.2f} | {1000 * cpu[1] / max(1, result.requests):.2f} |"
+        f"{1000 * cpu[0] / max(1, result.requests):.2f} | {1000 * cpu[1] / max(1, result.requests):.2f} | "
+        f"{1000 * cpu[2] / max(1, result.requests):.2f} |"
     )
 
 
@@ -87,18 +95,19 @@ def main() -> None:
         ),
     }
     results: dict[str, list[LoadResult]] = {name: [] for name in cases}
-    # CPU seconds spent during the load windows: (the uvicorn process, its solver workers)
-    cpu: dict[str, list[float]] = {name: [0.0, 0.0] for name in cases}
+    # CPU seconds spent during the load windows: (the uvicorn process, its solver workers, the load generator)
+    cpu: dict[str, list[float]] = {name: [0.0, 0.0, 0.0] for name in cases}
     load_before = os.getloadavg()
     for _ in range(args.rounds):
         for name, (kind, bodies) in cases.items():
             with serve(kind) as (url, process):
                 run_load(url + PLAN, bodies[:8], duration_s=1.0)  # warm-up: imports, worker forks, caches
                 workers = children(process.pid)
-                before = (cpu_seconds(process.pid), sum(map(cpu_seconds, workers)))
+                before = (cpu_seconds(process.pid), sum(map(cpu_seconds, workers)), children_cpu_seconds())
                 results[name].append(run_load(url + PLAN, bodies, duration_s=args.duration))
                 cpu[name][0] += cpu_seconds(process.pid) - before[0]
                 cpu[name][1] += sum(map(cpu_seconds, workers)) - before[1]
+                cpu[name][2] += children_cpu_seconds() - before[2]
     load_after = os.getloadavg()
 
     def merged(parts: list[LoadResult]) -> LoadResult:
@@ -117,12 +126,19 @@ def main() -> None:
     )
     print(
         "| server | req/s | ratio to bare | p50 ms | p99 ms | p99 / bare p99 | statuses "
-        "| service CPU ms/req | worker CPU ms/req |"
+        "| service CPU ms/req | worker CPU ms/req | load generator CPU ms/req |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    print(row("bare FastAPI", bare, None, (cpu["bare FastAPI"][0], cpu["bare FastAPI"][1])))
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        row(
+            "bare FastAPI",
+            bare,
+            None,
+            (cpu["bare FastAPI"][0], cpu["bare FastAPI"][1], cpu["bare FastAPI"][2]),
+        )
+    )
     for name in list(cases)[1:]:
-        print(row(name, merged(results[name]), bare, (cpu[name][0], cpu[name][1])))
+        print(row(name, merged(results[name]), bare, (cpu[name][0], cpu[name][1], cpu[name][2])))
     record_results(bare, {name: merged(results[name]) for name in list(cases)[1:]}, args)
 
 

@@ -9,11 +9,12 @@ from fastapi import APIRouter, Request, Response
 
 from schemas.assignment import PlanResponse
 from schemas.catalog import AlgorithmCatalog, AlgorithmInfo
+from service import inline
 from service.algorithms import REGISTRY
 from service.errors import PROBLEM_RESPONSES, ProblemError
 from service.middleware import RECEIVED_AT
 from service.planning import PlanJob
-from service.pool import DeadlineExceeded, SolverPool, WorkerDied
+from service.pool import DeadlineExceeded, SolverPool, WorkerAnswer, WorkerDied
 from service.settings import Settings
 from service.telemetry import count_rejection
 
@@ -44,10 +45,28 @@ async def plan_assignment(request: Request) -> Response:
     settings: Settings = request.app.state.settings
     body = await request.body()
     pool: SolverPool = request.app.state.pool
+    job = PlanJob(body, started)
+    # Small requests are planned right here (service.inline: cheaper than the trip to a worker, under a watchdog);
+    # the rest, and any small one the watchdog stopped, in a worker process under the hard deadline.
+    answer = inline.plan_here(settings, job)
+    metrics = request.app.state.metrics
+    if answer is None:
+        answer = await _plan_in_worker(request, pool, settings, job)
+    else:
+        metrics.inline_plans.inc()
+    metrics.record_answer(answer)
+    if answer.status >= 400:
+        count_rejection(request.scope, answer.status)
+    return Response(answer.body, answer.status, answer.headers, media_type=answer.media_type)
+
+
+async def _plan_in_worker(
+    request: Request, pool: SolverPool, settings: Settings, job: PlanJob
+) -> WorkerAnswer:
     # Until the worker has parsed the body it does not know time_limit_s: the longest allowed limit bounds that part.
-    provisional = started + settings.max_time_limit_s + settings.deadline_slack_s
+    provisional = job.started + settings.max_time_limit_s + settings.deadline_slack_s
     try:
-        answer = await pool.run_isolated(PlanJob(body, started), provisional)
+        return await pool.run_isolated(job, provisional)
     except DeadlineExceeded as exc:
         raise ProblemError(
             503,
@@ -64,11 +83,6 @@ async def plan_assignment(request: Request) -> Response:
             "the worker planning this request exited (it was replaced); retry",
             headers={"Retry-After": str(pool.retry_after_s)},
         ) from exc
-    metrics = request.app.state.metrics
-    metrics.record_answer(answer)
-    if answer.status >= 400:
-        count_rejection(request.scope, answer.status)
-    return Response(answer.body, answer.status, answer.headers, media_type=answer.media_type)
 
 
 @router.get("/v1/algorithms", response_model=AlgorithmCatalog, summary="What each algorithm does and needs")

@@ -1,0 +1,89 @@
+"""Small plan requests planned in the service process, on the event loop, under a watchdog.
+
+Why inline: a small request (service.planning.is_small: a 10 x 100 flux snapshot, 0.8 ms of CPU from parse to
+serialization) cost more CPU in the round trip to a worker process than in the plan itself (the body pickled and
+piped, the answer piped back, two context switches: 0.58 ms in the service process plus 1.21 ms in the worker,
+measured). Why on the event loop and not on a thread: the work is Python holding the GIL almost throughout, so a
+thread would not let the loop serve anything meanwhile; the hop would only add a thread switch and GIL hand-overs.
+The loop is blocked for the duration of one small plan, bounded by construction (the size caps and the algorithms'
+move caps in service.planning) and measured in milliseconds at the caps.
+
+Defence in depth (a bug, or a machine so loaded that the bound does not hold): the work runs under a wall-clock
+alarm of INLINE_WATCHDOG_S (SIGALRM, main thread only). When it fires, the inline attempt is abandoned (its objects
+are request-local) and the request goes to a worker process as every large request does, under the worker's hard
+deadline: a runaway still costs one 503 and never a pinned event loop. Where signals cannot be used (not the main
+thread, e.g. an app driven by a test client's portal thread, or no SIGALRM on the platform) nothing runs inline.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from service.planning import INLINE_MAX_BODY_BYTES, PlanJob, plan_if_small
+from service.pool import WorkerAnswer
+from service.settings import Settings
+
+# 50 ms: over 5x the slowest small request measured at the caps (8.8 ms CPU, bench/reliability/inline_worst.py) and
+# 60x a typical one; far below any deadline (time_limit_s + 1 s), so an abandoned attempt leaves the worker all but
+# all of its time.
+INLINE_WATCHDOG_S = 0.05
+
+
+class InlineOverrun(BaseException):
+    """Raised by the alarm into the inline work (a BaseException: no `except Exception` of the plan code takes it)."""
+
+
+_armed = False
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    if _armed:
+        raise InlineOverrun
+
+
+_installed = False
+
+
+def available() -> bool:
+    """Whether this thread can plan inline: the main thread (where signal handlers run) of a platform with SIGALRM.
+    Installs the alarm handler on first use (uvicorn installs none for SIGALRM)."""
+    global _installed
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return False
+    if not _installed:
+        signal.signal(signal.SIGALRM, _on_alarm)
+        _installed = True
+    return True
+
+
+def plan_here(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
+    """The answer of a small request planned in this process, or None: inline plans are off, the body is too large,
+    this thread cannot run the watchdog, or `plan_inline` gave up (not small, or the watchdog fired).
+
+    Small requests stay here even while the loop is the bottleneck: sending some to idle workers then measured 5 %
+    more plans a second but twice the p99 latency (56 ms against 25-28 ms, bare FastAPI 30 ms; 25 Nov, quiet
+    machine)."""
+    if not settings.inline_small_plans or len(job.body) > INLINE_MAX_BODY_BYTES or not available():
+        return None
+    return plan_inline(settings, job)
+
+
+def plan_inline(
+    settings: Settings, job: PlanJob, watchdog_s: float = INLINE_WATCHDOG_S
+) -> WorkerAnswer | None:
+    """The answer of a small request planned here, or None: not small (see service.planning.plan_if_small), or the
+    watchdog fired. Call only where `available()` is true."""
+    global _armed
+    try:
+        try:
+            _armed = True
+            signal.setitimer(signal.ITIMER_REAL, watchdog_s)
+            return plan_if_small(settings, job)
+        finally:
+            # Disarm first: an alarm landing after this line is a no-op; one landing before it raises here, inside
+            # the outer try. The timer is one-shot, so nothing is left pending either way.
+            _armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
+    except InlineOverrun:
+        return None

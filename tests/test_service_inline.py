@@ -1,0 +1,319 @@
+"""Small plan requests planned in the service process (service.inline, issue 9's throughput): the same answer as a
+solver worker gives, byte for byte; nothing that is not small by construction ever runs there; bad input still gets
+its problem document; a runaway inline plan is stopped by the watchdog and handed to a worker under the hard
+deadline. Also the small-size paths of the statistics and the validator against their general paths.
+
+The apps here are driven with asyncio.run in the test's own (main) thread: only there can the SIGALRM watchdog run,
+so only there does anything run inline (a TestClient drives the app from another thread: all worker path)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from clients.demo import free_port
+from schemas.common import MAX_ID_LENGTH
+from service import inline, planning
+from service.algorithms import REGISTRY
+from service.main import create_app
+from service.settings import Settings
+from solvers import metrics as solver_metrics
+from solvers import plan_check
+from solvers.instance import AssignmentInstance, Plan
+from tests.conftest import PLAN, PROBLEM_JSON, make_snapshot
+
+EXAMPLES = settings(
+    max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@pytest.fixture(scope="module")
+def apps() -> Iterator[tuple[Any, Any]]:
+    """(inline app, worker-only app), one solver worker each."""
+    fast = create_app(Settings(pool_size=1, queue_size=4))
+    pooled = create_app(Settings(pool_size=1, queue_size=4, inline_small_plans=False))
+    yield fast, pooled
+    fast.state.pool.shutdown()
+    pooled.state.pool.shutdown()
+
+
+def _post(app: Any, body: bytes) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://trimtab") as c:
+            return await c.post(PLAN, content=body, headers={"content-type": "application/json"})
+
+    return asyncio.run(go())
+
+
+def _inline_count(app: Any) -> float:
+    return float(app.state.metrics.inline_plans._value.get())
+
+
+SOLVE_MS = re.compile(rb'"solve_ms":[-+0-9.eE]+')
+
+
+def _same_but_timing(body: bytes) -> bytes:
+    """The answer without its solve time (the one field that is a measurement, not a function of the request)."""
+    return SOLVE_MS.sub(b'"solve_ms":0', body)
+
+
+loads = st.one_of(
+    st.integers(0, 20).map(float),  # integers and ties
+    st.floats(0.0, 50.0, allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.45, 1e-9, 1e6]),
+)
+
+
+@st.composite
+def small_snapshots(draw: st.DrawFn) -> dict[str, Any]:
+    n_nodes = draw(st.integers(1, planning.INLINE_MAX_NODES))
+    nodes: list[dict[str, Any]] = [
+        {"id": f"n{i}", "capacity": draw(st.sampled_from([100.0, 50.0, 7.5]))} for i in range(n_nodes)
+    ]
+    if n_nodes > 1 and draw(st.booleans()):
+        nodes[-1]["draining"] = True
+    n_units = draw(st.integers(1, planning.INLINE_MAX_UNITS))
+    units = []
+    for k in range(n_units):
+        node = draw(st.one_of(st.none(), st.integers(0, n_nodes - 1)))
+        unit: dict[str, Any] = {
+            "id": f"u{k}",
+            "node": None if node is None else f"n{node}",
+            "load": draw(loads),
+            "state_size": draw(st.sampled_from([0.0, 1.0, 3.5, 100.0])),
+        }
+        if node is not None and not nodes[node].get("draining") and draw(st.integers(0, 9)) == 0:
+            unit["pinned"] = True
+        units.append(unit)
+    body: dict[str, Any] = {
+        "nodes": nodes,
+        "units": units,
+        "algorithm": {"name": draw(st.sampled_from(sorted(planning.INLINE_ALGORITHMS)))},
+        "budget": draw(
+            st.sampled_from([{}, {"max_migrations": 0}, {"max_migrations": 3}, {"max_migration_cost": 10.0}])
+        ),
+    }
+    return body
+
+
+@EXAMPLES
+@given(snapshot=small_snapshots())
+def test_inline_and_worker_answers_are_the_same_bytes(
+    apps: tuple[Any, Any], snapshot: dict[str, Any]
+) -> None:
+    fast, pooled = apps
+    body = json.dumps(snapshot).encode()
+    before = _inline_count(fast)
+    inline_answer, worker_answer = _post(fast, body), _post(pooled, body)
+    assert _inline_count(fast) == before + 1  # it did run inline
+    assert _inline_count(pooled) == 0
+    assert inline_answer.status_code == worker_answer.status_code, (inline_answer.text, worker_answer.text)
+    assert inline_answer.headers["content-type"] == worker_answer.headers["content-type"]
+    assert _same_but_timing(inline_answer.content) == _same_but_timing(worker_answer.content)
+    if inline_answer.status_code == 200:
+        assert plan_check.check_plan(snapshot, inline_answer.json()) == []
+
+
+def _not_small_cases() -> dict[str, bytes]:
+    flux = {"name": "flux"}
+    padded = make_snapshot(n_nodes=8, units_per_node=25, algorithm=flux)  # 200 units: under the unit cap
+    for unit in padded["units"]:
+        unit["operator"] = "o" * MAX_ID_LENGTH  # a small plan in a body over INLINE_MAX_BODY_BYTES
+    assert len(json.dumps(padded)) > planning.INLINE_MAX_BODY_BYTES
+    return {
+        "milp": json.dumps(make_snapshot(algorithm={"name": "milp"}, time_limit_s=0.5)).encode(),
+        "no algorithm (milp by default)": json.dumps(make_snapshot(time_limit_s=0.5)).encode(),
+        "correlation": json.dumps(
+            make_snapshot(windows=4, algorithm={"name": "correlation-global"})
+        ).encode(),
+        "units over the cap": json.dumps(
+            make_snapshot(n_nodes=2, units_per_node=planning.INLINE_MAX_UNITS // 2 + 1, algorithm=flux)
+        ).encode(),
+        "nodes over the cap": json.dumps(
+            make_snapshot(n_nodes=planning.INLINE_MAX_NODES + 1, units_per_node=1, algorithm=flux)
+        ).encode(),
+        "load series": json.dumps(make_snapshot(windows=3, algorithm=flux)).encode(),
+        "body over the cap": json.dumps(padded).encode(),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_not_small_cases()))
+def test_a_request_that_is_not_small_never_goes_inline(apps: tuple[Any, Any], case: str) -> None:
+    body = _not_small_cases()[case]
+    assert planning.plan_if_small(Settings(), planning.PlanJob(body, time.monotonic())) is None
+    fast, _ = apps
+    before = _inline_count(fast)
+    response = _post(fast, body)
+    assert response.status_code == 200, response.text
+    assert _inline_count(fast) == before  # planned by the worker
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "loc"),
+    [
+        (b'{"nodes": [', 400, ["body"]),
+        (
+            json.dumps(
+                {**make_snapshot(algorithm={"name": "flux"}), "units": [{"id": "u", "load": -1}]}
+            ).encode(),
+            422,
+            ["body", "units", 0, "load"],
+        ),
+        (
+            json.dumps(
+                {
+                    "nodes": [{"id": "a"}],
+                    "units": [{"id": "u", "node": "b", "load": 1}],
+                    "algorithm": {"name": "flux"},
+                }
+            ).encode(),
+            422,
+            ["body", "units", 0, "node"],
+        ),
+    ],
+)
+def test_bad_input_on_the_inline_path_is_a_problem_naming_the_field(
+    apps: tuple[Any, Any], body: bytes, status: int, loc: list[Any]
+) -> None:
+    fast, pooled = apps
+    response = _post(fast, body)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM_JSON)
+    assert any(e["loc"][: len(loc)] == loc for e in response.json()["errors"]), response.json()
+    assert response.content == _post(pooled, body).content
+
+
+def _spin_forever(instance: AssignmentInstance, params: Any, time_limit: float) -> Plan:
+    while True:  # a solver that ignores its budget: only the watchdog, then the worker's deadline, stop it
+        pass
+
+
+def test_a_runaway_inline_plan_is_handed_to_a_worker_and_stopped_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(REGISTRY, "flux", replace(REGISTRY["flux"], solve=_spin_forever))
+    body = json.dumps(make_snapshot(algorithm={"name": "flux"}, time_limit_s=0.3)).encode()
+    assert inline.available()
+    started = time.monotonic()
+    assert inline.plan_inline(Settings(), planning.PlanJob(body, started)) is None  # the watchdog fired
+    assert time.monotonic() - started < inline.INLINE_WATCHDOG_S + 0.5
+    app = create_app(Settings(pool_size=1, queue_size=0))
+    try:
+        started = time.monotonic()
+        response = _post(app, body)
+        assert response.status_code == 503, response.text
+        assert "deadline" in response.json()["detail"].lower()
+        assert time.monotonic() - started < 0.3 + 1.0 + 0.5
+        assert app.state.pool.recycled == 1
+        assert _inline_count(app) == 0
+    finally:
+        app.state.pool.shutdown()
+
+
+def test_the_watchdog_alarm_is_disarmed_after_an_inline_plan() -> None:
+    body = json.dumps(make_snapshot(algorithm={"name": "flux"})).encode()
+    answer = inline.plan_inline(Settings(), planning.PlanJob(body, time.monotonic()))
+    assert answer is not None and answer.status == 200
+    import signal
+
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    time.sleep(inline.INLINE_WATCHDOG_S * 2)  # no stray alarm lands after the plan
+
+
+# ------------------------------------------------------------------- small-size paths against the general paths
+
+unit_loads = st.lists(st.floats(0.0, 1e6, allow_nan=False), min_size=1, max_size=60)
+
+
+@EXAMPLES
+@given(data=st.data(), values=unit_loads, n_nodes=st.integers(1, 8))
+def test_validator_single_load_node_sums_match_the_grouped_sums(
+    data: st.DataObject, values: list[float], n_nodes: int
+) -> None:
+    where = np.array(
+        data.draw(st.lists(st.integers(-1, n_nodes - 1), min_size=len(values), max_size=len(values)))
+    )
+    series = np.array(values)[:, None]
+    fast = plan_check._node_series(series, where, n_nodes)
+    grouped = plan_check._node_series_grouped(series, where, n_nodes)
+    assert fast.shape == grouped.shape == (n_nodes, 1)
+    np.testing.assert_allclose(fast, grouped, rtol=1e-12, atol=0.0)
+
+
+@EXAMPLES
+@given(
+    rows=st.integers(1, 6).flatmap(
+        lambda n: st.lists(
+            st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=n, max_size=n), min_size=1, max_size=8
+        )
+    ),
+    axis=st.sampled_from([0, 1]),
+)
+def test_variance_without_numpys_wrapper_is_numpys_variance(rows: list[list[float]], axis: int) -> None:
+    array = np.array(rows)
+    expected = array.var(axis=axis)
+    for variance in (plan_check._variance, solver_metrics._variance):
+        np.testing.assert_array_equal(variance(array, axis), expected)
+
+
+def test_plan_here_only_where_inline_plans_are_on() -> None:
+    body = json.dumps(make_snapshot(algorithm={"name": "flux"})).encode()
+    job = planning.PlanJob(body, time.monotonic())
+    answer = inline.plan_here(Settings(), job)
+    assert answer is not None and answer.status == 200
+    assert inline.plan_here(Settings(inline_small_plans=False), job) is None
+
+
+def test_a_real_server_plans_small_requests_inline_and_large_ones_in_workers() -> None:
+    """The production path: uvicorn runs the app in its main thread, where the watchdog can run. A small flux
+    request is answered inline (the counter moves, no solver worker starts); a milp one by a worker."""
+    port = free_port("127.0.0.1")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service.server", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def inline_plans() -> float:
+        for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=5).text):
+            if family.name == "trimtab_inline_plans":
+                return sum(sample.value for sample in family.samples if sample.name.endswith("_total"))
+        raise AssertionError("no trimtab_inline_plans metric")
+
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        small = make_snapshot(algorithm={"name": "flux"})
+        response = httpx.post(f"{url}{PLAN}", json=small, timeout=10)
+        assert response.status_code == 200, response.text
+        assert plan_check.check_plan(small, response.json()) == []
+        assert inline_plans() == 1
+        assert (
+            subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True).stdout == b""
+        )  # no worker
+        milp = make_snapshot(algorithm={"name": "milp"}, time_limit_s=0.5)
+        assert httpx.post(f"{url}{PLAN}", json=milp, timeout=10).status_code == 200
+        assert inline_plans() == 1
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
