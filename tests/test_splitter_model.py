@@ -249,8 +249,14 @@ def test_features_from_the_fit_are_the_tables(
     sizes = np.asarray([len(r) for r in rows])
     fit = fit_rows(w, rate, count, sizes, resolution)
     features = fitted_features(fit, resolution)
-    assert features is not None
-    np.testing.assert_array_equal(features, function_features(tabulate(fit, resolution)))  # bit for bit
+    table_features = function_features(tabulate(fit, resolution))
+    if features is None:
+        # The documented fallback: some F(knee) underflowed to 0, which takes rates of order 1e-308 (e.g. a single
+        # point of 5e-324); the caller then reads the features off the table, which are finite.
+        assert rate[rate > 0].min() < 1e-290, rows
+        assert np.isfinite(table_features).all()
+        return
+    np.testing.assert_array_equal(features, table_features)  # bit for bit
 
 
 def test_a_row_is_the_same_whatever_the_other_rows() -> None:
