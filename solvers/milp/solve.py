@@ -41,6 +41,12 @@ RESIDUAL_GAP = 0.001
 DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
+# CPU a full-model proof on CP-SAT needs per boolean (one worker, full presolve). Measured on random 10-40-node
+# snapshots of 450-1,900 booleans with budgets of 10-20 migrations: proofs took 60-790 us per boolean (median ~150;
+# many not within 1 s at all), and slices shorter than the presolve (10-40 ms) return no solution at all. Above
+# TINY_MODEL_MOVES a full model is only started when the time left covers this much per boolean: otherwise its
+# slices end before CP-SAT has a solution, and the call only pays for them (e.g. 900 booleans at time_limit_s 0.2).
+FULL_MODEL_S_PER_MOVE = 200e-6
 MAX_ROUND_MOVES = 3_000  # booleans of one neighbourhood model (halved while building outgrows the slice)
 MIN_ROUND_MOVES = 200
 DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
@@ -376,6 +382,14 @@ class _Rounds:
         else:
             model_slice = float(np.clip(0.05 * time_limit_s, 0.02, 0.25))
         stall_rounds = 2 if full else STALL_ROUNDS
+        n_moves = n_active * int(inst.movable.sum())
+        needs_s = FULL_MODEL_S_PER_MOVE * n_moves
+        if full and self.backend == "cp-sat" and n_moves > TINY_MODEL_MOVES and self.deadline - begun < needs_s:
+            self.stop_reason = (
+                f"the full model ({n_moves} booleans) needs about {needs_s:.2g} s for a proof, "
+                f"more than the {max(0.0, self.deadline - begun):.2g} s left"
+            )
+            return
         since, found_at = 0, begun
         while True:
             now = time.perf_counter()
@@ -398,7 +412,7 @@ class _Rounds:
             if full:
                 # Tiny models are proven by CP-SAT in one go (it restarts from scratch each slice); larger ones get
                 # doubling slices so that an unprovable model does not hold the call to its limit.
-                tiny = n_active * int(inst.movable.sum()) <= TINY_MODEL_MOVES
+                tiny = n_moves <= TINY_MODEL_MOVES
                 doubling = max(0.01, now - started)
                 slice_s = doubling if self.backend == "cp-sat" and not tiny else remaining
                 improved = self._full_round(min(remaining, slice_s))
