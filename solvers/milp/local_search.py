@@ -666,12 +666,14 @@ class LocalSearch:
         ]
 
     # -- drivers -----------------------------------------------------------------------------------------------
-    def descend(self, deadline: float, max_steps: int) -> bool:
-        """Steps until none helps (True: a local optimum), or `max_steps` / the deadline (False)."""
+    def descend(self, deadline: float, max_steps: int, proven: float = -np.inf) -> bool:
+        """Steps until none helps (True: a local optimum), or `max_steps` / the deadline (False). A plan whose load
+        distance is at most `proven` (a proven lower bound) ends it too (True): no step can lower d below the bound,
+        and the last step, the one that finds nothing, is the dearest (it tries every kind of step)."""
         for _ in range(max_steps):
             if time.perf_counter() > deadline:
                 return False
-            if not self.step():
+            if self.key()[0] <= proven or not self.step():
                 return True
         return False
 

@@ -169,7 +169,10 @@ def solve_milp(
         if time.perf_counter() + 3 * setup_s >= deadline or done:
             break
         search = make()
-        if not search.descend(slice_end(FIRST_SHARE if index == 0 else START_SHARE), DESCENT_STEPS):
+        # A descent ends once its plan meets the bound (the plan is optimal in d).
+        if not search.descend(
+            slice_end(FIRST_SHARE if index == 0 else START_SHARE), DESCENT_STEPS, lower + OPTIMALITY_TOLERANCE
+        ):
             unfinished.append((name, search))
         if best.offer(search, f"{name} + descent"):
             done = settled()
@@ -180,7 +183,7 @@ def solve_milp(
             break
         unfinished.sort(key=lambda item: item[1].key())
         name, search = unfinished.pop(0)
-        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
+        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS, lower + OPTIMALITY_TOLERANCE):
             unfinished.append((name, search))
         if best.offer(search, f"{name} + descent"):
             done = settled()
