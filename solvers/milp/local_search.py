@@ -19,6 +19,7 @@ The descent stops when no step helps, at `max_steps`, or at the deadline.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -666,14 +667,14 @@ class LocalSearch:
         ]
 
     # -- drivers -----------------------------------------------------------------------------------------------
-    def descend(self, deadline: float, max_steps: int, proven: float = -np.inf) -> bool:
+    def descend(self, deadline: float, max_steps: int, proven: Callable[[float], bool] | None = None) -> bool:
         """Steps until none helps (True: a local optimum), or `max_steps` / the deadline (False). A plan whose load
-        distance is at most `proven` (a proven lower bound) ends it too (True): no step can lower d below the bound,
-        and the last step, the one that finds nothing, is the dearest (it tries every kind of step)."""
+        distance `proven` says is optimal ends it too (True): no step can lower d further, and the last step, the
+        one that finds nothing, is the dearest (it tries every kind of step)."""
         for _ in range(max_steps):
             if time.perf_counter() > deadline:
                 return False
-            if self.key()[0] <= proven or not self.step():
+            if (proven is not None and proven(self.key()[0])) or not self.step():
                 return True
         return False
 
