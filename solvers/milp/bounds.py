@@ -175,11 +175,13 @@ def common_step(loads: FloatArray) -> float | None:
         return None
     smallest = float(positive.min())
     sample = positive[:: max(1, len(positive) // 512)]
-    for parts in range(1, 13):
+    # A cheap look at a sample first, every step at once: real-valued loads fail here for all of them.
+    steps = smallest / np.arange(1, 13, dtype=np.float64)
+    trials = sample[None, :] / steps[:, None]
+    nearest = np.rint(trials)
+    sample_ok = ~np.any(np.abs(trials - nearest) > 1e-9 * np.maximum(1.0, nearest), axis=1)
+    for parts in (np.flatnonzero(sample_ok) + 1).tolist():
         step = smallest / parts
-        trial = sample / step
-        if np.any(np.abs(trial - np.rint(trial)) > 1e-9 * np.maximum(1.0, np.rint(trial))):
-            continue  # a cheap look at a sample first: real-valued loads fail here
         multiples = loads / step
         rounded = np.rint(multiples)
         if np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded)) and rounded.max() < 2**53:
