@@ -161,19 +161,25 @@ class LocalSearch:
         """Worst deviation over the touched staying nodes after simultaneous utilization changes (`deltas[k]` on
         `nodes[k]`; roles may coincide unless `distinct`), and whether every node that gains stays within the
         utilization cap."""
-        # One array per quantity (roles x candidates): a few numpy calls whatever the number of roles.
+        if distinct:  # two roles, each its own change: a plain loop is cheapest
+            worst = np.zeros(len(nodes[0]))
+            ok = np.ones(len(nodes[0]), dtype=bool)
+            for node, net in zip(nodes, deltas, strict=True):
+                after = self.util[node] + net
+                worst = np.maximum(worst, np.where(self.staying[node], np.abs(after - self.mean), 0.0))
+                ok &= (net <= 1e-12) | (after <= self.cap * (1 + 1e-12))
+            return worst, ok
+        # Roles that may share a node: one array per quantity (roles x candidates), each role's node gets every
+        # role's change that lands on it, summed in role order (a few numpy calls whatever the number of roles).
         role_nodes, own = np.stack(nodes), np.stack(deltas)
-        if distinct:
-            net = own
-        else:  # each role's node gets every role's change that lands on it (summed in role order)
-            net = np.zeros_like(own)
-            for k in range(len(nodes)):
-                net += own[k] * (role_nodes[k] == role_nodes)
-        after = self.util[role_nodes] + net
+        total = np.zeros_like(own)
+        for k in range(len(nodes)):
+            total += own[k] * (role_nodes[k] == role_nodes)
+        after = self.util[role_nodes] + total
         worst = np.max(
             np.where(self.staying[role_nodes], np.abs(after - self.mean), 0.0), axis=0, initial=0.0
         )
-        ok = np.all((net <= 1e-12) | (after <= self.cap * (1 + 1e-12)), axis=0)
+        ok = np.all((total <= 1e-12) | (after <= self.cap * (1 + 1e-12)), axis=0)
         return worst, ok
 
     # -- steps -------------------------------------------------------------------------------------------------
