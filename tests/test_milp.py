@@ -376,3 +376,59 @@ def test_ejection_chains_and_twins_keep_every_rule_and_lower_the_worst_node() ->
                 if inst.active[t]:
                     assert abs(util[t] - inst.mean_utilization) < d - 1e-9
     assert found > 0 and twins > 0
+
+
+def _throughput_snapshot(seed: int) -> AssignmentInstance:
+    """A snapshot of the throughput bench (10 nodes x 100 units, budget 10): the full model has 900 booleans."""
+    from bench.reliability.throughput import snapshot
+    from schemas.assignment import AssignmentRequest
+    from service.adapters import to_instance
+
+    return to_instance(AssignmentRequest.model_validate_json(snapshot(seed, {"name": "milp"}, 0.2)))
+
+
+def test_a_full_model_is_started_only_when_its_proof_can_fit_in_the_time_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 9: at time_limit_s 0.2 two CP-SAT slices too short for its presolve returned nothing (~40 ms of CPU)."""
+    import solvers.milp.solve as milp_solve
+
+    inst = _throughput_snapshot(41)  # no start meets the counting bound: the search goes on after the starts
+    calls: list[int] = []
+    real = milp_solve.solve_cpsat
+    monkeypatch.setattr(
+        milp_solve, "solve_cpsat", lambda model, *a: calls.append(model.n_moves) or real(model, *a)
+    )
+    short = solve_milp(inst, time_limit_s=0.2)
+    assert not calls and any("needs about" in note for note in short.notes)
+    longer = solve_milp(inst, time_limit_s=2.0)
+    assert calls and calls[0] == 900
+    assert inst.load_distance(longer.assignment) <= inst.load_distance(short.assignment) + 1e-9
+    for plan in (short, longer):
+        assert inst.within_budget(plan.assignment) and plan.lower_bound is not None
+        assert plan.lower_bound <= inst.load_distance(plan.assignment) + 1e-9
+
+
+def test_a_descent_stops_at_a_plan_proven_optimal() -> None:
+    inst = _throughput_snapshot(0)
+    free = LocalSearch(inst, inst.current, inst.current)
+    assert free.descend(np.inf, 10_000) and free.key() < LocalSearch(inst, inst.current, inst.current).key()
+    stopped = LocalSearch(inst, inst.current, inst.current)
+    assert stopped.descend(np.inf, 10_000, proven=lambda d: True)
+    assert (stopped.assignment == inst.current).all()
+
+
+@pytest.mark.parametrize("seed", [0, 41, 59])
+def test_a_coarse_bisection_refined_is_the_full_bisection(seed: int) -> None:
+    from solvers.milp.bounds import BISECTION_PRECISION, lower_bound
+
+    inst = _throughput_snapshot(seed)
+    full = lower_bound(inst)
+    coarse = lower_bound(inst, relative_precision=1e-3)
+    assert (
+        coarse.value <= full.threshold and full.value <= coarse.threshold
+    )  # both brackets hold the same edge
+    assert coarse.threshold - coarse.value <= 1e-3 * coarse.threshold + BISECTION_PRECISION
+    refined = coarse.refined()
+    assert abs(refined.value - full.value) <= 2 * BISECTION_PRECISION
+    assert refined.value <= full.threshold

@@ -50,6 +50,20 @@ class LowerBound:
     feasible: Callable[[float], bool] = field(default=lambda t: True, repr=False, compare=False)
     static: float = 0.0  # the part that needs no bisection (hot units, granularity, single nodes)
 
+    def refined(self, deadline: float = np.inf, precision: float = 0.0) -> LowerBound:
+        """The bisection continued between `value` (a bound: static, or a distance the tests ruled out) and
+        `threshold` until its ends are within max(BISECTION_PRECISION, precision) or the deadline passes."""
+        lo, hi = self.value, self.threshold
+        for _ in range(60):
+            if time.perf_counter() > deadline or hi - lo <= max(BISECTION_PRECISION, precision):
+                break
+            mid = 0.5 * (lo + hi)
+            if self.feasible(mid):
+                hi = mid
+            else:
+                lo = mid
+        return LowerBound(lo, hi, self.feasible, self.static)
+
     def rules_out(self, distance: float) -> bool:
         """Whether no plan within the budget has a load distance of `distance` or less (so `distance` is a bound):
         one test at a plan's own distance proves it optimal without bisecting to it."""
@@ -161,11 +175,13 @@ def common_step(loads: FloatArray) -> float | None:
         return None
     smallest = float(positive.min())
     sample = positive[:: max(1, len(positive) // 512)]
-    for parts in range(1, 13):
+    # A cheap look at a sample first, every step at once: real-valued loads fail here for all of them.
+    steps = smallest / np.arange(1, 13, dtype=np.float64)
+    trials = sample[None, :] / steps[:, None]
+    nearest = np.rint(trials)
+    sample_ok = ~np.any(np.abs(trials - nearest) > 1e-9 * np.maximum(1.0, nearest), axis=1)
+    for parts in (np.flatnonzero(sample_ok) + 1).tolist():
         step = smallest / parts
-        trial = sample / step
-        if np.any(np.abs(trial - np.rint(trial)) > 1e-9 * np.maximum(1.0, np.rint(trial))):
-            continue  # a cheap look at a sample first: real-valued loads fail here
         multiples = loads / step
         rounded = np.rint(multiples)
         if np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded)) and rounded.max() < 2**53:
@@ -195,8 +211,12 @@ def granularity_bound(instance: AssignmentInstance) -> float:
     return max(0.0, 100.0 * (gap * step) / float(capacity[0]) * (1 - 1e-9))
 
 
-def lower_bound(instance: AssignmentInstance, deadline: float = np.inf) -> LowerBound:
-    """At `deadline` (time.perf_counter()) the bisection stops: its lower end is a valid bound at every step."""
+def lower_bound(
+    instance: AssignmentInstance, deadline: float = np.inf, relative_precision: float = 0.0
+) -> LowerBound:
+    """At `deadline` (time.perf_counter()) the bisection stops: its lower end is a valid bound at every step. With
+    `relative_precision` it stops once its ends are within that share of the upper end (LowerBound.refined goes on
+    from there)."""
     n_nodes = instance.n_nodes
     placed = instance.current != UNPLACED
     movable = instance.movable & placed
@@ -280,7 +300,7 @@ def lower_bound(instance: AssignmentInstance, deadline: float = np.inf) -> Lower
     if feasible(lo):
         return LowerBound(static, max(static, lo), feasible, static)
     for _ in range(60):
-        if time.perf_counter() > deadline or hi - lo <= BISECTION_PRECISION:
+        if time.perf_counter() > deadline or hi - lo <= max(BISECTION_PRECISION, relative_precision * hi):
             break
         mid = 0.5 * (lo + hi)
         if feasible(mid):

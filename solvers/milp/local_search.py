@@ -19,6 +19,7 @@ The descent stops when no step helps, at `max_steps`, or at the deadline.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -160,17 +161,25 @@ class LocalSearch:
         """Worst deviation over the touched staying nodes after simultaneous utilization changes (`deltas[k]` on
         `nodes[k]`; roles may coincide unless `distinct`), and whether every node that gains stays within the
         utilization cap."""
-        worst = np.zeros(len(nodes[0]))
-        ok = np.ones(len(nodes[0]), dtype=bool)
-        for node, own in zip(nodes, deltas, strict=True):
-            net = own
-            if not distinct:
-                net = sum(
-                    (delta * (other == node) for other, delta in zip(nodes, deltas, strict=True)), np.zeros(1)
-                )
-            after = self.util[node] + net
-            worst = np.maximum(worst, np.where(self.staying[node], np.abs(after - self.mean), 0.0))
-            ok &= (net <= 1e-12) | (after <= self.cap * (1 + 1e-12))
+        if distinct:  # two roles, each its own change: a plain loop is cheapest
+            worst = np.zeros(len(nodes[0]))
+            ok = np.ones(len(nodes[0]), dtype=bool)
+            for node, net in zip(nodes, deltas, strict=True):
+                after = self.util[node] + net
+                worst = np.maximum(worst, np.where(self.staying[node], np.abs(after - self.mean), 0.0))
+                ok &= (net <= 1e-12) | (after <= self.cap * (1 + 1e-12))
+            return worst, ok
+        # Roles that may share a node: one array per quantity (roles x candidates), each role's node gets every
+        # role's change that lands on it, summed in role order (a few numpy calls whatever the number of roles).
+        role_nodes, own = np.stack(nodes), np.stack(deltas)
+        total = np.zeros_like(own)
+        for k in range(len(nodes)):
+            total += own[k] * (role_nodes[k] == role_nodes)
+        after = self.util[role_nodes] + total
+        worst = np.max(
+            np.where(self.staying[role_nodes], np.abs(after - self.mean), 0.0), axis=0, initial=0.0
+        )
+        ok = np.all((total <= 1e-12) | (after <= self.cap * (1 + 1e-12)), axis=0)
         return worst, ok
 
     # -- steps -------------------------------------------------------------------------------------------------
@@ -666,12 +675,14 @@ class LocalSearch:
         ]
 
     # -- drivers -----------------------------------------------------------------------------------------------
-    def descend(self, deadline: float, max_steps: int) -> bool:
-        """Steps until none helps (True: a local optimum), or `max_steps` / the deadline (False)."""
+    def descend(self, deadline: float, max_steps: int, proven: Callable[[float], bool] | None = None) -> bool:
+        """Steps until none helps (True: a local optimum), or `max_steps` / the deadline (False). A plan whose load
+        distance `proven` says is optimal ends it too (True): no step can lower d further, and the last step, the
+        one that finds nothing, is the dearest (it tries every kind of step)."""
         for _ in range(max_steps):
             if time.perf_counter() > deadline:
                 return False
-            if not self.step():
+            if (proven is not None and proven(self.key()[0])) or not self.step():
                 return True
         return False
 

@@ -41,6 +41,12 @@ RESIDUAL_GAP = 0.001
 DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
 TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
+# CPU a full-model proof on CP-SAT needs per boolean (one worker, full presolve). Measured on random 10-40-node
+# snapshots of 450-1,900 booleans with budgets of 10-20 migrations: proofs took 60-790 us per boolean (median ~150;
+# many not within 1 s at all), and slices shorter than the presolve (10-40 ms) return no solution at all. Above
+# TINY_MODEL_MOVES a full model is only started when the time left covers this much per boolean: otherwise its
+# slices end before CP-SAT has a solution, and the call only pays for them (e.g. 900 booleans at time_limit_s 0.2).
+FULL_MODEL_S_PER_MOVE = 200e-6
 MAX_ROUND_MOVES = 3_000  # booleans of one neighbourhood model (halved while building outgrows the slice)
 MIN_ROUND_MOVES = 200
 DESCENT_STEPS = 20_000  # cap on the steps of one descent (each is also bounded by the deadline)
@@ -53,6 +59,9 @@ FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
 PERTURBATION_SHARE = (0.1, 0.5)
 PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
 MODEL_SHARE_MIN = 0.15  # of the rounds' time, for move-model rounds however rarely they improve the plan
+# Share of the bound's threshold within which the first bisection stops (a 0.1 % higher threshold for the aimed
+# starts; on the throughput bench's snapshots 15 tests instead of 29).
+COARSE_BISECTION = 1e-3
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -99,20 +108,29 @@ def solve_milp(
             start[start >= 0], weights=instance.load[start >= 0], minlength=instance.n_nodes
         )
         baselines.place_unplaced(instance, start, node_load)
-    bound = lower_bound(instance, started + 0.25 * (deadline - started))
+    # The bisection first to a thousandth of its threshold: most small calls end with a start whose own distance
+    # the bound's tests rule out below (one test); the bound is refined to full precision only when they do not.
+    bound = lower_bound(instance, started + 0.25 * (deadline - started), COARSE_BISECTION)
     absolute_gap = residual_gap * instance.load_distance(start)  # points; start: every unit placed
     lower = bound.value
 
-    def meets(value: float) -> bool:
-        return best.key[0] <= value + OPTIMALITY_TOLERANCE
+    def meets(value: float, d: float | None = None) -> bool:
+        return (best.key[0] if d is None else d) <= value + OPTIMALITY_TOLERANCE
+
+    def proven_at(d: float) -> bool:
+        """Whether a plan of distance d is proven optimal: it meets the bound, or the bound's counting tests rule
+        out any lower distance (one test, where the bisection stopped short of it)."""
+        nonlocal lower
+        # The tests pass at the threshold and above (they are monotone): only a distance below it can be ruled out.
+        below = d - 0.5 * OPTIMALITY_TOLERANCE < bound.threshold
+        if below and not meets(lower, d) and bound.rules_out(d - 0.5 * OPTIMALITY_TOLERANCE):
+            lower = max(lower, d - 0.5 * OPTIMALITY_TOLERANCE)
+        return meets(lower, d)
 
     def settled() -> bool:
-        """Whether the best plan is proven optimal or within the gap. Its own distance is tested against the
-        bound's counting tests first (one test, where the bisection stopped short of it)."""
-        nonlocal lower
+        """Whether the best plan is proven optimal or within the gap."""
         d = best.key[0]
-        if not meets(lower) and bound.rules_out(d - 0.5 * OPTIMALITY_TOLERANCE):
-            lower = max(lower, d - 0.5 * OPTIMALITY_TOLERANCE)
+        proven_at(d)
         return d - lower <= max(relative_gap * d, absolute_gap, OPTIMALITY_TOLERANCE)
 
     def slice_end(share: float) -> float:
@@ -163,7 +181,10 @@ def solve_milp(
         if time.perf_counter() + 3 * setup_s >= deadline or done:
             break
         search = make()
-        if not search.descend(slice_end(FIRST_SHARE if index == 0 else START_SHARE), DESCENT_STEPS):
+        # A descent ends once its plan meets the bound (the plan is optimal in d).
+        if not search.descend(
+            slice_end(FIRST_SHARE if index == 0 else START_SHARE), DESCENT_STEPS, proven_at
+        ):
             unfinished.append((name, search))
         if best.offer(search, f"{name} + descent"):
             done = settled()
@@ -174,11 +195,17 @@ def solve_milp(
             break
         unfinished.sort(key=lambda item: item[1].key())
         name, search = unfinished.pop(0)
-        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS):
+        if not search.descend(slice_end(START_SHARE), DESCENT_STEPS, proven_at):
             unfinished.append((name, search))
         if best.offer(search, f"{name} + descent"):
             done = settled()
 
+    if (
+        not done
+    ):  # no start proven: the bound to full precision before the gap is judged (same tests as before)
+        bound = bound.refined(started + 0.25 * (deadline - started))
+        lower = max(lower, bound.value)
+        done = settled()
     proven = meets(lower)
     rounds = 0
     if proven:
@@ -376,6 +403,19 @@ class _Rounds:
         else:
             model_slice = float(np.clip(0.05 * time_limit_s, 0.02, 0.25))
         stall_rounds = 2 if full else STALL_ROUNDS
+        n_moves = n_active * int(inst.movable.sum())
+        needs_s = FULL_MODEL_S_PER_MOVE * n_moves
+        if (
+            full
+            and self.backend == "cp-sat"
+            and n_moves > TINY_MODEL_MOVES
+            and self.deadline - begun < needs_s
+        ):
+            self.stop_reason = (
+                f"the full model ({n_moves} booleans) needs about {needs_s:.2g} s for a proof, "
+                f"more than the {max(0.0, self.deadline - begun):.2g} s left"
+            )
+            return
         since, found_at = 0, begun
         while True:
             now = time.perf_counter()
@@ -398,7 +438,7 @@ class _Rounds:
             if full:
                 # Tiny models are proven by CP-SAT in one go (it restarts from scratch each slice); larger ones get
                 # doubling slices so that an unprovable model does not hold the call to its limit.
-                tiny = n_active * int(inst.movable.sum()) <= TINY_MODEL_MOVES
+                tiny = n_moves <= TINY_MODEL_MOVES
                 doubling = max(0.01, now - started)
                 slice_s = doubling if self.backend == "cp-sat" and not tiny else remaining
                 improved = self._full_round(min(remaining, slice_s))
