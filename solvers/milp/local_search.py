@@ -599,21 +599,7 @@ class LocalSearch:
         if not len(v2):
             return []
         uu, u_from, uu_to = u[pair2], first_src[first][pair2], u_to[pair2]
-        worst, ok = self.evaluate(
-            [u_from, uu_to, v_from, v_to],
-            [
-                -share[uu] / capacity[u_from],
-                share[uu] / capacity[uu_to],
-                -share[v2] / capacity[v_from],
-                share[v2] / capacity[v_to],
-            ],
-        )
-        good = np.flatnonzero(ok & (worst < d - TOLERANCE))
-        dn1, dc1 = self.budget_delta(uu[good], uu_to[good])
-        dn2, dc2 = self.budget_delta(v2[good], v_to[good])
-        good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
-        best = _smallest(good, worst, RESOURCE_TRIES)
-        return [(float(worst[i]), [(int(uu[i]), int(uu_to[i])), (int(v2[i]), int(v_to[i]))]) for i in best]
+        return self._best_legs([(uu, u_from, uu_to), (v2, v_from, v_to)], d)
 
     def _twin_candidates(
         self, units: IntArray, dests: IntArray, d: float
@@ -625,7 +611,7 @@ class LocalSearch:
         migrated = np.flatnonzero(self.migrated_mask())
         if not len(units) or not len(migrated):
             return []
-        share, capacity, state = self.share, self.capacity, self.state
+        share, state = self.share, self.state
         if len(migrated) > TWIN_MIGRATIONS:  # at scale: the most expensive migrations (they free the most)
             migrated = migrated[np.argsort(-state[migrated], kind="stable")[:TWIN_MIGRATIONS]]
         rs, ws = [], []
@@ -649,30 +635,29 @@ class LocalSearch:
         keep = (v != r) & (v != w)
         r, w, v, to = r[keep], w[keep], v[keep], to[keep]
         src, home, src_v = self.assignment[r], self.original[r], self.assignment[v]
-        worst, ok = self.evaluate(
-            [src, home, home, src, src_v, to],
-            [
-                -share[r] / capacity[src],
-                share[r] / capacity[home],
-                -share[w] / capacity[home],
-                share[w] / capacity[src],
-                -share[v] / capacity[src_v],
-                share[v] / capacity[to],
-            ],
-        )
+        return self._best_legs([(r, src, home), (w, home, src), (v, src_v, to)], d)
+
+    def _best_legs(
+        self, legs: list[tuple[IntArray, IntArray, IntArray]], d: float
+    ) -> list[tuple[float, list[tuple[int, int]]]]:
+        """The RESOURCE_TRIES best of aligned candidate steps made of several moves ("legs": units, from, to, one
+        entry per candidate), each step evaluated exactly on every node its legs touch, kept when it lowers the
+        worst node below d and fits the budget (priced only for the steps that improve: few do)."""
+        share, capacity = self.share, self.capacity
+        nodes: list[IntArray] = []
+        deltas: list[FloatArray] = []
+        for units, src, dst in legs:
+            nodes += [src, dst]
+            deltas += [-share[units] / capacity[src], share[units] / capacity[dst]]
+        worst, ok = self.evaluate(nodes, deltas)
         good = np.flatnonzero(ok & (worst < d - TOLERANCE))
-        dn1, dc1 = self.budget_delta(r[good], home[good])
-        dn2, dc2 = self.budget_delta(w[good], src[good])
-        dn3, dc3 = self.budget_delta(v[good], to[good])
-        good = good[self.within_budget(dn1 + dn2 + dn3, dc1 + dc2 + dc3)]
+        priced = [self.budget_delta(units[good], dst[good]) for units, _, dst in legs]
+        delta_n, delta_c = priced[0]
+        for more_n, more_c in priced[1:]:
+            delta_n, delta_c = delta_n + more_n, delta_c + more_c
+        good = good[self.within_budget(delta_n, delta_c)]
         best = _smallest(good, worst, RESOURCE_TRIES)
-        return [
-            (
-                float(worst[i]),
-                [(int(r[i]), int(home[i])), (int(w[i]), int(src[i])), (int(v[i]), int(to[i]))],
-            )
-            for i in best
-        ]
+        return [(float(worst[i]), [(int(units[i]), int(dst[i])) for units, _, dst in legs]) for i in best]
 
     # -- drivers -----------------------------------------------------------------------------------------------
     def descend(self, deadline: float, max_steps: int, proven: Callable[[float], bool] | None = None) -> bool:
