@@ -49,6 +49,19 @@ def instance(
     )
 
 
+def budget_spent_at_random(inst: AssignmentInstance, rng: np.random.Generator) -> np.ndarray:
+    """A plan from the current one: each movable unit, in random order, to a random staying node while the budget
+    allows (a spent budget, the search's hardest start)."""
+    plan = inst.current.copy()
+    staying = np.flatnonzero(inst.active)
+    for unit in rng.permutation(np.flatnonzero(inst.movable)).tolist():
+        trial = plan.copy()
+        trial[unit] = int(rng.choice(staying))
+        if inst.within_budget(trial):
+            plan = trial
+    return plan
+
+
 def test_heterogeneous_nodes_balance_utilization_not_load() -> None:
     # A node of capacity 200 should carry twice the load of a node of capacity 100.
     inst = instance([10.0] * 6, [0, 0, 0, 0, 0, 0], [100.0, 200.0])
@@ -302,14 +315,7 @@ def test_descent_and_perturbations_inside_a_spent_budget_keep_every_rule(
         max_migration_cost=amount if kind == "cost" else None,
     )
     rng = np.random.default_rng(seed)
-    plan = inst.current.copy()
-    staying = np.flatnonzero(inst.active)
-    for unit in rng.permutation(np.flatnonzero(inst.movable)).tolist():  # spend the budget at random
-        trial = plan.copy()
-        trial[unit] = int(rng.choice(staying))
-        if inst.within_budget(trial):
-            plan = trial
-    search = LocalSearch(inst, plan, inst.current)
+    search = LocalSearch(inst, budget_spent_at_random(inst, rng), inst.current)
     for _ in range(4):
         before = search.key()[0]
         search.descend(time.perf_counter() + 5.0, 10_000)
@@ -346,13 +352,7 @@ def test_ejection_chains_and_twins_keep_every_rule_and_lower_the_worst_node() ->
             max_migrations=None if cost else int(rng.integers(1, 5)),
             max_migration_cost=float(rng.choice([1.0, 2.5, 4.0])) if cost else None,
         )
-        plan = inst.current.copy()
-        staying = np.flatnonzero(inst.active)
-        for unit in rng.permutation(np.flatnonzero(inst.movable)).tolist():  # spend the budget at random
-            trial = plan.copy()
-            trial[unit] = int(rng.choice(staying))
-            if inst.within_budget(trial):
-                plan = trial
+        plan = budget_spent_at_random(inst, rng)
         search = LocalSearch(inst, plan, inst.current)
         deviation = search.util[search.active_nodes] - search.mean
         position = int(np.argmax(np.abs(deviation)))
