@@ -12,7 +12,6 @@ import asyncio
 import json
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -25,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from clients.demo import free_port
+from bench.reliability.servers import serve
 from schemas.common import MAX_ID_LENGTH
 from service import inline, planning
 from service.algorithms import REGISTRY
@@ -282,27 +281,14 @@ def test_plan_here_only_where_inline_plans_are_on() -> None:
 def test_a_real_server_plans_small_requests_inline_and_large_ones_in_workers() -> None:
     """The production path: uvicorn runs the app in its main thread, where the watchdog can run. A small flux
     request is answered inline (the counter moves, no solver worker starts); a milp one by a worker."""
-    port = free_port("127.0.0.1")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "service.server", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    with serve("trimtab") as (url, server):  # python -m service.server, waited for until healthy
 
-    def inline_plans() -> float:
-        for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=5).text):
-            if family.name == "trimtab_inline_plans":
-                return sum(sample.value for sample in family.samples if sample.name.endswith("_total"))
-        raise AssertionError("no trimtab_inline_plans metric")
+        def inline_plans() -> float:
+            for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=5).text):
+                if family.name == "trimtab_inline_plans":
+                    return sum(sample.value for sample in family.samples if sample.name.endswith("_total"))
+            raise AssertionError("no trimtab_inline_plans metric")
 
-    try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.05)
         small = make_snapshot(algorithm={"name": "flux"})
         response = httpx.post(f"{url}{PLAN}", json=small, timeout=10)
         assert response.status_code == 200, response.text
@@ -314,6 +300,3 @@ def test_a_real_server_plans_small_requests_inline_and_large_ones_in_workers() -
         milp = make_snapshot(algorithm={"name": "milp"}, time_limit_s=0.5)
         assert httpx.post(f"{url}{PLAN}", json=milp, timeout=10).status_code == 200
         assert inline_plans() == 1
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
