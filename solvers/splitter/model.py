@@ -17,6 +17,7 @@ Beyond the paper (issue 12: regions whose membership changes in production), eac
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -195,6 +196,13 @@ class SplitterInput:
     )
     sent: FloatArray | None = None  # (N,) cumulative tuples sent per connection (None: not reported)
     in_flight: FloatArray | None = None  # (N,) of those, not yet taken into service by the worker (None: 0)
+
+    @functools.cached_property
+    def taken(self) -> FloatArray | None:
+        """(N,) cumulative tuples each worker took into service (sent minus in flight), or None: not reported."""
+        if self.sent is None:
+            return None
+        return self.sent - (0.0 if self.in_flight is None else self.in_flight)
 
 
 @dataclass
@@ -380,12 +388,12 @@ def _throughput_evidence(
     stall, see STALLED_SHARE) and which fell behind what they were sent (BACKLOG_MIN_SENT). Updates the region's
     reference throughput."""
     nothing = np.zeros(len(request.weights), dtype=bool)
-    if request.sent is None:
+    sent, taken = request.sent, request.taken
+    if sent is None or taken is None:
         return nothing, nothing
     taken_before = np.fromiter((c.taken for c in connections), dtype=np.float64, count=len(connections))
     sent_before = np.fromiter((c.sent for c in connections), dtype=np.float64, count=len(connections))
-    taken = request.sent - (0.0 if request.in_flight is None else request.in_flight)
-    taken_now, sent_now = taken - taken_before, request.sent - sent_before
+    taken_now, sent_now = taken - taken_before, sent - sent_before
     # Not reported before by every connection, or a counter reset: no region total this interval.
     if not np.all((sent_before[known] >= 0) & (taken_before[known] >= 0) & (taken_now[known] >= 0)):
         return nothing, nothing
@@ -511,11 +519,8 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         if measured or not known[j]:
             connection.counter = float(counters[j])
             connection.sent = connection.taken = -1.0
-            if request.sent is not None:
-                connection.sent = float(request.sent[j])
-                connection.taken = connection.sent - (
-                    0.0 if request.in_flight is None else float(request.in_flight[j])
-                )
+            if request.sent is not None and request.taken is not None:
+                connection.sent, connection.taken = float(request.sent[j]), float(request.taken[j])
 
     no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
