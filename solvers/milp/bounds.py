@@ -50,24 +50,33 @@ class LowerBound:
     feasible: Callable[[float], bool] = field(default=lambda t: True, repr=False, compare=False)
     static: float = 0.0  # the part that needs no bisection (hot units, granularity, single nodes)
 
-    def refined(self, deadline: float = np.inf, precision: float = 0.0) -> LowerBound:
+    def refined(self, deadline: float = np.inf) -> LowerBound:
         """The bisection continued between `value` (a bound: static, or a distance the tests ruled out) and
-        `threshold` until its ends are within max(BISECTION_PRECISION, precision) or the deadline passes."""
-        lo, hi = self.value, self.threshold
-        for _ in range(60):
-            if time.perf_counter() > deadline or hi - lo <= max(BISECTION_PRECISION, precision):
-                break
-            mid = 0.5 * (lo + hi)
-            if self.feasible(mid):
-                hi = mid
-            else:
-                lo = mid
+        `threshold` until its ends are within BISECTION_PRECISION or the deadline passes."""
+        lo, hi = _bisect(self.feasible, self.value, self.threshold, deadline)
         return LowerBound(lo, hi, self.feasible, self.static)
 
     def rules_out(self, distance: float) -> bool:
         """Whether no plan within the budget has a load distance of `distance` or less (so `distance` is a bound):
         one test at a plan's own distance proves it optimal without bisecting to it."""
         return distance < self.static or (distance >= 0.0 and not self.feasible(distance))
+
+
+def _bisect(
+    feasible: Callable[[float], bool], lo: float, hi: float, deadline: float, relative_precision: float = 0.0
+) -> tuple[float, float]:
+    """Bisection between a ruled-out `lo` and a not-ruled-out `hi` (at most 60 halvings) until the ends are within
+    max(BISECTION_PRECISION, relative_precision x hi) or `deadline` (time.perf_counter()) passes; the lower end is a
+    valid bound at every step."""
+    for _ in range(60):
+        if time.perf_counter() > deadline or hi - lo <= max(BISECTION_PRECISION, relative_precision * hi):
+            break
+        mid = 0.5 * (lo + hi)
+        if feasible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
 
 
 def _segments(nodes: IntArray, key: FloatArray) -> tuple[IntArray, FloatArray]:
@@ -299,14 +308,7 @@ def lower_bound(
     lo, hi = 0.0, float(np.max(np.abs(util - mean)))
     if feasible(lo):
         return LowerBound(static, max(static, lo), feasible, static)
-    for _ in range(60):
-        if time.perf_counter() > deadline or hi - lo <= max(BISECTION_PRECISION, relative_precision * hi):
-            break
-        mid = 0.5 * (lo + hi)
-        if feasible(mid):
-            hi = mid
-        else:
-            lo = mid
+    lo, hi = _bisect(feasible, lo, hi, deadline, relative_precision)
     return LowerBound(max(static, lo), max(static, hi), feasible, static)
 
 
