@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
+from operator import itemgetter
 
 import numpy as np
 
@@ -302,6 +303,8 @@ def flux(instance: AssignmentInstance, time_limit_s: float | None = None) -> Pla
     tolerance (equivalently, sum of load^2 / capacity drops by at least load x tolerance), there are at most
     `_move_cap` moves, and `time_limit_s` stops the rounds with the plan so far."""
     deadline = Deadline(time_limit_s)
+    if _plain_small(instance):
+        return _flux_small(instance, deadline)
     assignment, node_load, budget = _start(instance)
     cap = instance.utilization_cap()
     _drain(instance, assignment, node_load, budget, cap)
@@ -345,6 +348,97 @@ def flux(instance: AssignmentInstance, time_limit_s: float | None = None) -> Pla
         if not moved:
             break
     return _finish(instance, assignment, budget)
+
+
+# Up to this many units, a plain instance (every unit placed, no draining node, no further resource) is balanced by
+# flux on Python lists (`_flux_small`): on small instances numpy's per-call overhead (array creation, Python
+# wrappers, a dozen calls per node pair) costs several times the arithmetic. The same float operations in the same
+# order on IEEE doubles, the same stable orders: the same plan, bit for bit (tests/test_baselines_small.py). Above it,
+# each round's O(units) Python pass loses to numpy.
+SMALL_UNITS = 512
+
+
+def _plain_small(instance: AssignmentInstance) -> bool:
+    return (
+        instance.n_units <= SMALL_UNITS
+        and not instance.resource_names
+        and not instance.draining.any()
+        and bool((instance.current >= 0).all())
+    )
+
+
+def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
+    """`flux` on Python lists for a small plain instance (see SMALL_UNITS): each step is the numpy path's operation
+    on one element, in the same order, so the plan is the same."""
+    current: list[int] = instance.current.tolist()
+    load: list[float] = instance.load.tolist()
+    capacity: list[float] = instance.capacity.tolist()
+    movable: list[bool] = instance.movable.tolist()
+    state_size: list[float] = instance.state_size.tolist()
+    n_nodes = instance.n_nodes
+    node_load = [0.0] * n_nodes
+    for node, unit_load in zip(current, load, strict=True):  # bincount's order: unit by unit
+        node_load[node] += unit_load
+    cap = instance.utilization_cap()
+    assignment = list(current)
+    max_moves, max_cost = instance.max_migrations, instance.max_migration_cost
+    cost_limit = None if max_cost is None else max_cost * (1 + 1e-12)
+    moves, cost = 0, 0.0
+    moves_left = _move_cap(instance)
+    nodes = range(n_nodes)
+    while not (max_moves is not None and moves >= max_moves) and moves_left > 0 and not deadline.passed:
+        util = [100.0 * node_load[i] / capacity[i] for i in nodes]
+        tolerance = 1e-9 * max(1.0, max(map(abs, util)))
+        order = sorted(nodes, key=lambda i: -util[i])  # stable, as argsort(kind="stable")
+        on_node: list[list[int]] = [[] for _ in nodes]
+        for unit, node in enumerate(assignment):
+            if movable[unit]:
+                on_node[node].append(unit)
+        moved = False
+        for i in range(n_nodes // 2):
+            hi, lo = order[i], order[n_nodes - 1 - i]
+            gap = 100.0 * (node_load[hi] / capacity[hi] - node_load[lo] / capacity[lo])
+            if gap <= tolerance:
+                break
+            units = on_node[hi]
+            if not units:
+                continue
+            per_load = 1.0 / capacity[hi] + 1.0 / capacity[lo]
+            most = 2.0 * gap - tolerance
+            fits: list[tuple[float, int]] = []
+            for unit in units:
+                shift = 100.0 * load[unit] * per_load
+                if tolerance < shift < most and 100.0 * (node_load[lo] + load[unit]) / capacity[lo] <= cap:
+                    fits.append((abs(gap - shift), unit))
+            if not fits:
+                continue
+            fits.sort(key=itemgetter(0))  # stable: ties keep unit order
+            for _, unit in fits:
+                # BudgetTracker.allows: the budget counts every move tried, a move home included
+                if max_moves is not None and moves + 1 > max_moves:
+                    continue
+                if cost_limit is not None and cost + state_size[unit] > cost_limit:
+                    continue
+                home = current[unit]
+                node_load[hi] -= load[unit]
+                node_load[lo] += load[unit]
+                was_moved, now_moved = assignment[unit] != home, lo != home
+                if now_moved and not was_moved:
+                    moves += 1
+                    cost += state_size[unit]
+                elif was_moved and not now_moved:
+                    moves -= 1
+                    cost -= state_size[unit]
+                assignment[unit] = lo
+                moved = True
+                moves_left -= 1
+                break
+            if (max_moves is not None and moves >= max_moves) or moves_left <= 0 or deadline.passed:
+                break
+        if not moved:
+            break
+    planned = np.array(assignment, dtype=np.int64)
+    return Plan(assignment=planned, status="feasible" if planned.tolist() != current else "unchanged")
 
 
 def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:
