@@ -73,8 +73,10 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
     )
 
 
-def _stats(stats: ClusterStats) -> PlanStats:
-    return PlanStats(**stats.__dict__)
+def _stats(stats: ClusterStats) -> dict[str, Any]:
+    """A PlanStats in its wire form (ClusterStats has its fields, in its order)."""
+    return {key: None if value is None else float(value) if key != "parallelism" else int(value)
+            for key, value in stats.__dict__.items()}
 
 
 def to_response(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_ms: float) -> PlanResponse:
@@ -86,7 +88,7 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     """The plan as the diff of two states (Cruise Control style) with statistics of both, in its wire form (the JSON
     data of a PlanResponse). The per-unit parts (the assignment and the moves, up to 250,000 entries each) are built
     straight from the solver's arrays as plain data: a model object per move cost seconds at the unit cap; the
-    fixed-size rest goes through the model."""
+    fixed-size rest is plain data too."""
     node_ids = list(instance.node_ids) + [a.id for a in plan.added_nodes]
     names = np.array(node_ids, dtype=object)  # node index -> id for a whole array at once
     added_capacity = np.array([a.capacity for a in plan.added_nodes], dtype=np.float64)
@@ -104,29 +106,30 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     # Nodes marked for removal (scale-in) no longer count as staying, like draining ones.
     leaving = sorted(set(removed) | set(plan.marked_nodes))
     after = cluster_stats(instance, assignment, added_capacity, np.array(leaving, dtype=np.int64))
-    scaling = Scaling(
-        add_nodes=[a.id for a in plan.added_nodes],
-        remove_nodes=[node_ids[i] for i in removed],
-        drain_nodes=[node_ids[i] for i in plan.marked_nodes],
-    )
-    if plan.added_nodes:
-        scaling.new_node_capacity = float(added_capacity[0])
-    answer = PlanResponse(
-        status=plan.status,
-        algorithm=algorithm,
-        assignment={},
-        moves=[],
-        scaling=scaling,
-        before=_stats(before),
-        after=_stats(after),
-        migrations=len(moved),
-        migration_cost=cost,
-        state_moved_share=cost / total_state if total_state > 0 else 0.0,
-        load_moved=float(instance.load[moved].sum()),
-        lower_bound=LowerBound(load_distance=plan.lower_bound),
-        solve_ms=solve_ms,
-        notes=plan.notes,
-    ).model_dump(mode="json", by_alias=True)
+    # The fixed-size rest as plain data too, in the schema's field order, the same JSON as PlanResponse's
+    # model_dump (tests/test_adapters.py checks it against the model): five model objects per plan cost more than
+    # the statistics.
+    answer: dict[str, Any] = {
+        "status": plan.status,
+        "algorithm": algorithm,
+        "assignment": {},
+        "moves": [],
+        "scaling": {
+            "add_nodes": [a.id for a in plan.added_nodes],
+            "remove_nodes": [node_ids[i] for i in removed],
+            "new_node_capacity": float(added_capacity[0]) if plan.added_nodes else 100.0,
+            "drain_nodes": [node_ids[i] for i in plan.marked_nodes],
+        },
+        "before": _stats(before),
+        "after": _stats(after),
+        "migrations": len(moved),
+        "migration_cost": cost,
+        "state_moved_share": cost / total_state if total_state > 0 else 0.0,
+        "load_moved": float(instance.load[moved].sum()),
+        "lower_bound": {"load_distance": None if plan.lower_bound is None else float(plan.lower_bound)},
+        "solve_ms": float(solve_ms),
+        "notes": list(plan.notes),
+    }
     answer["assignment"] = dict(zip(instance.unit_ids, names[assignment].tolist(), strict=True))
     unit_ids = instance.unit_ids
     answer["moves"] = [

@@ -47,6 +47,8 @@ def cross_traffic(instance: AssignmentInstance, assignment: IntArray) -> float:
 def collocation_factor(instance: AssignmentInstance, assignment: IntArray) -> float | None:
     """Share of the traffic rate whose two ends share a node (the paper's collocation factor), in [0, 1]; None without
     traffic (no edge, or every rate 0)."""
+    if not len(instance.traffic_rate):
+        return None
     total = float(instance.traffic_rate.sum())
     if total <= 0.0:
         return None
@@ -106,6 +108,77 @@ def _variance(rows: FloatArray, axis: int) -> FloatArray:
     return np.asarray(np.add.reduce(deviation * deviation, axis=axis) / n, dtype=np.float64)
 
 
+# Up to this many units, the statistics of single loads are computed on Python lists (`_single_load_stats`): on
+# small instances numpy's per-call overhead is most of the cost. Same numbers, bit for bit: sums are taken in
+# numpy's own order (`pairwise_sum`), everything else is element-wise (tests/test_metrics_small.py).
+SMALL_UNITS = 512
+
+
+def pairwise_sum(values: list[float], start: int = 0, count: int | None = None) -> float:
+    """The float64 sum np.add.reduce computes, in its order (numpy's pairwise summation: eight interleaved partial
+    sums over blocks of at most 128 values, halves above), so a Python sum matches numpy's to the last bit."""
+    n = len(values) - start if count is None else count
+    if n < 8:
+        total = 0.0
+        for k in range(start, start + n):
+            total += values[k]
+        return total
+    if n <= 128:
+        r0, r1, r2, r3, r4, r5, r6, r7 = values[start : start + 8]
+        end = start + n - n % 8
+        k = start + 8
+        while k < end:
+            r0 += values[k]
+            r1 += values[k + 1]
+            r2 += values[k + 2]
+            r3 += values[k + 3]
+            r4 += values[k + 4]
+            r5 += values[k + 5]
+            r6 += values[k + 6]
+            r7 += values[k + 7]
+            k += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        for k in range(end, start + n):
+            total += values[k]
+        return total
+    half = n // 2
+    half -= half % 8
+    return pairwise_sum(values, start, half) + pairwise_sum(values, start + half, n - half)
+
+
+def _single_load_stats(
+    instance: AssignmentInstance, assignment: IntArray, capacity: list[float], staying: list[bool]
+) -> ClusterStats:
+    """`cluster_stats` of single loads on Python lists, each step numpy's operation in numpy's order."""
+    per_node = [0.0] * len(capacity)
+    held = [False] * len(capacity)
+    for node, load in zip(assignment.tolist(), instance.load.tolist(), strict=True):
+        if node >= 0:  # bincount's order: unit by unit
+            per_node[node] += load
+            held[node] = True
+    util = [100.0 * load / cap for load, cap in zip(per_node, capacity, strict=True)]
+    staying_capacity = [cap for cap, stays in zip(capacity, staying, strict=True) if stays]
+    mean_util = 100.0 * pairwise_sum(instance.load.tolist()) / pairwise_sum(staying_capacity)
+    util_staying = [u for u, stays in zip(util, staying, strict=True) if stays]
+    stay_loads = [load for load, stays in zip(per_node, staying, strict=True) if stays]
+    n = len(stay_loads)
+    mean_load = pairwise_sum(stay_loads) / n
+    deviation = [load - mean_load for load in stay_loads]
+    variance = pairwise_sum([d * d for d in deviation]) / n
+    return ClusterStats(
+        load_distance=max([abs(u - mean_util) for u in util_staying]),
+        max_utilization=max(util),
+        min_utilization=min(util_staying),
+        imbalance=variance,
+        imbalance_total=0.0 + variance,
+        avg_load_correlation=None,
+        mean_node_load_variance=None,
+        parallelism=sum(held),
+        collocation_factor=collocation_factor(instance, assignment),
+        load_index=load_index(instance, assignment),
+    )
+
+
 def cluster_stats(
     instance: AssignmentInstance,
     assignment: IntArray,
@@ -114,7 +187,18 @@ def cluster_stats(
 ) -> ClusterStats:
     """Statistics of `assignment` (units at -1 are not placed yet and count nowhere). Added nodes (indices >= n_nodes) stay; removed nodes do not.
     Reductions are called as ufunc methods: numpy's Python wrappers (np.max, .mean, .var) cost more than the sums
-    on a small cluster."""
+    on a small cluster; single loads of a small instance are computed on Python lists (see SMALL_UNITS)."""
+    if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS:
+        capacity_list = instance.capacity.tolist()
+        staying_list = instance.active.tolist()
+        if added_capacity is not None and len(added_capacity):
+            capacity_list += [float(c) for c in added_capacity]
+            staying_list += [True] * len(added_capacity)
+        if removed is not None:
+            for node in np.asarray(removed).tolist():
+                staying_list[node] = False
+        if any(staying_list):  # (with no staying node numpy's path answers its nan)
+            return _single_load_stats(instance, assignment, capacity_list, staying_list)
     if added_capacity is None or not len(added_capacity):
         capacity, staying = instance.capacity, instance.active
     else:
