@@ -7,6 +7,7 @@ resource of a receiving node at most at max(its capacity, its usage before the p
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import time
 from collections import deque
@@ -372,6 +373,7 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     on one element, in the same order, so the plan is the same."""
     current: list[int] = instance.current.tolist()
     load: list[float] = instance.load.tolist()
+    load_pct = [100.0 * unit_load for unit_load in load]  # the first product of the shift, as numpy takes it
     capacity: list[float] = instance.capacity.tolist()
     movable: list[bool] = instance.movable.tolist()
     state_size: list[float] = instance.state_size.tolist()
@@ -386,14 +388,16 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     moves, cost = 0, 0.0
     moves_left = _move_cap(instance)
     nodes = range(n_nodes)
+    # The movable units of each node in unit order, kept so move by move (the numpy path rebuilds them each round:
+    # the same lists, as a round's pairs are disjoint).
+    on_node: list[list[int]] = [[] for _ in nodes]
+    for unit, node in enumerate(assignment):
+        if movable[unit]:
+            on_node[node].append(unit)
     while not (max_moves is not None and moves >= max_moves) and moves_left > 0 and not deadline.passed:
         util = [100.0 * node_load[i] / capacity[i] for i in nodes]
         tolerance = 1e-9 * max(1.0, max(map(abs, util)))
-        order = sorted(nodes, key=lambda i: -util[i])  # stable, as argsort(kind="stable")
-        on_node: list[list[int]] = [[] for _ in nodes]
-        for unit, node in enumerate(assignment):
-            if movable[unit]:
-                on_node[node].append(unit)
+        order = sorted(nodes, key=util.__getitem__, reverse=True)  # stable, as argsort(-util, kind="stable")
         moved = False
         for i in range(n_nodes // 2):
             hi, lo = order[i], order[n_nodes - 1 - i]
@@ -405,10 +409,11 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                 continue
             per_load = 1.0 / capacity[hi] + 1.0 / capacity[lo]
             most = 2.0 * gap - tolerance
+            lo_load, lo_capacity = node_load[lo], capacity[lo]
             fits: list[tuple[float, int]] = []
             for unit in units:
-                shift = 100.0 * load[unit] * per_load
-                if tolerance < shift < most and 100.0 * (node_load[lo] + load[unit]) / capacity[lo] <= cap:
+                shift = load_pct[unit] * per_load
+                if tolerance < shift < most and 100.0 * (lo_load + load[unit]) / lo_capacity <= cap:
                     fits.append((abs(gap - shift), unit))
             if not fits:
                 continue
@@ -430,6 +435,8 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                     moves -= 1
                     cost -= state_size[unit]
                 assignment[unit] = lo
+                units.remove(unit)
+                bisect.insort(on_node[lo], unit)
                 moved = True
                 moves_left -= 1
                 break
