@@ -30,8 +30,13 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
         series = np.array(loads, dtype=np.float64)
     else:  # single loads: no list per unit (250,000 of them cost a second)
         series = np.array(loads, dtype=np.float64)[:, None]
-    resource_names = tuple(
-        sorted(set().union(*map(attrgetter("resources"), units), *(n.resources for n in request.nodes)))
+    # (most snapshots name no resource: one C-level truth scan then, no set of every unit's names)
+    unit_resources = list(map(attrgetter("resources"), units))
+    node_resources = [n.resources for n in request.nodes]
+    resource_names = (
+        tuple(sorted(set().union(*unit_resources, *node_resources)))
+        if any(unit_resources) or any(node_resources)
+        else ()
     )
     usage = (
         np.array([[u.resources.get(r, 0.0) for r in resource_names] for u in units], dtype=np.float64)
