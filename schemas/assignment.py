@@ -1,5 +1,6 @@
 """POST /v1/assignment/plan: the statistics snapshot in, the allocation plan out (see shared CONTRACT.md)."""
 
+from operator import attrgetter
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -205,7 +206,23 @@ def reference_errors(request: AssignmentRequest) -> list[tuple[Loc, str]]:
     unit_ids: set[str] = set()
     series_length: int | None = None
     series_first: int | None = None
-    for k, unit in enumerate(request.units):
+    # The common snapshot breaks none of the per-unit rules below: C-level scans of the columns say so first (a Python
+    # pass per unit cost 40 us on 100 units, a third of a small plan's validation); only otherwise the pass that names
+    # each offending unit.
+    units = request.units
+    ids = list(map(attrgetter("id"), units))
+    named = set(map(attrgetter("node"), units))
+    named.discard(None)
+    any_pinned = any(map(attrgetter("pinned"), units))
+    clean = (
+        not any_pinned
+        and named <= node_index.keys()
+        and list not in set(map(type, map(attrgetter("load"), units)))
+        and len(set(ids)) == len(ids)
+    )
+    if clean:
+        unit_ids = set(ids)
+    for k, unit in enumerate(() if clean else units):
         if unit.id in unit_ids:
             errors.append((("body", "units", k, "id"), f"duplicate unit id {unit.id!r}"))
         unit_ids.add(unit.id)
@@ -259,7 +276,7 @@ def reference_errors(request: AssignmentRequest) -> list[tuple[Loc, str]]:
     # Pinned load alone over capacity on every staying node: no plan can bring the cluster within capacity
     # (CONTRACT.md). A single such node still gets a plan: moving its other units off is what helps it most.
     pinned_load: dict[str, float] = {}
-    for unit in request.units:
+    for unit in request.units if any_pinned else ():
         if unit.pinned and unit.node is not None:
             mean = sum(unit.load) / len(unit.load) if isinstance(unit.load, list) else unit.load
             pinned_load[unit.node] = pinned_load.get(unit.node, 0.0) + mean
