@@ -10,10 +10,7 @@ import numpy as np
 
 from schemas.assignment import (
     AssignmentRequest,
-    LowerBound,
     PlanResponse,
-    PlanStats,
-    Scaling,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from solvers.metrics import ClusterStats, cluster_stats
@@ -80,8 +77,10 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
 
 def _stats(stats: ClusterStats) -> dict[str, Any]:
     """A PlanStats in its wire form (ClusterStats has its fields, in its order)."""
-    return {key: None if value is None else float(value) if key != "parallelism" else int(value)
-            for key, value in stats.__dict__.items()}
+    return {
+        key: None if value is None else float(value) if key != "parallelism" else int(value)
+        for key, value in stats.__dict__.items()
+    }
 
 
 def to_response(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_ms: float) -> PlanResponse:

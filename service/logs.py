@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import re
 import sys
 import time
-import uuid
 from typing import Any
 
 from starlette.requests import Request
@@ -108,7 +108,7 @@ def _request_id(scope: Scope) -> str:
             supplied = value.decode("latin-1")
             if _SANE_REQUEST_ID.match(supplied):
                 return supplied
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()  # a random 128-bit id, as uuid4().hex without the UUID object
 
 
 def _declared_length(scope: Scope) -> int:
@@ -169,10 +169,10 @@ class RequestContextMiddleware:
             size = max(received, _declared_length(scope))
             metrics = app_metrics(scope)
             if metrics is not None:
-                metrics.request_seconds.labels(endpoint, scope.get("method", ""), str(status)).observe(
-                    elapsed
-                )
-                metrics.request_bytes.labels(endpoint).observe(size)
+                metrics.child(
+                    metrics.request_seconds, endpoint, scope.get("method", ""), str(status)
+                ).observe(elapsed)
+                metrics.child(metrics.request_bytes, endpoint).observe(size)
             # Probes and scrapes arrive every few seconds from every replica's watchers: their successes at debug.
             quiet = status < 400 and scope.get("path", "") in QUIET_PATHS
             access_log.log(

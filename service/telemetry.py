@@ -26,6 +26,7 @@ def peak_rss_bytes() -> float:
 
 class Metrics:
     def __init__(self) -> None:
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, cpu seconds, open fds
         self.peak_rss = Gauge(
@@ -93,6 +94,15 @@ class Metrics:
             "trimtab_pool_capacity", "Solver pool slots plus queue places", registry=self.registry
         )
 
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: prometheus_client's `labels` validates and locks on every call (a
+        plan request records eight values). Bounded as the metric's own label sets are."""
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
     def watch_pool(self, in_flight: Callable[[], float], capacity: float) -> None:
         """Read the pool's occupancy at scrape time (saturation = in_flight / capacity)."""
         self.pool_in_flight.set_function(in_flight)
@@ -103,17 +113,19 @@ class Metrics:
         if answer.algorithm is None or answer.plan_status is None:
             return
         if answer.solve_s is not None:
-            self.solve_seconds.labels("assignment", answer.algorithm).observe(answer.solve_s)
+            self.child(self.solve_seconds, "assignment", answer.algorithm).observe(answer.solve_s)
         self.record_plan("assignment", answer.algorithm, answer.plan_status)
         if answer.load_distance_before is not None and answer.load_distance_after is not None:
-            self.plan_load_distance.labels(answer.algorithm, "before").observe(answer.load_distance_before)
-            self.plan_load_distance.labels(answer.algorithm, "after").observe(answer.load_distance_after)
+            self.child(self.plan_load_distance, answer.algorithm, "before").observe(
+                answer.load_distance_before
+            )
+            self.child(self.plan_load_distance, answer.algorithm, "after").observe(answer.load_distance_after)
         if answer.migrations is not None:
-            self.plan_migrations.labels(answer.algorithm).observe(answer.migrations)
+            self.child(self.plan_migrations, answer.algorithm).observe(answer.migrations)
 
     def record_plan(self, endpoint: str, algorithm: str, status: str) -> None:
         """Count an answered plan by endpoint, algorithm and status."""
-        self.plans.labels(endpoint, algorithm, status).inc()
+        self.child(self.plans, endpoint, algorithm, status).inc()
 
 
 def app_metrics(scope: Any) -> Metrics | None:

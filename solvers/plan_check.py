@@ -144,7 +144,11 @@ def _single_load_stats(
             totals[node] += load
             held[node] = True
     util = [100.0 * total / cap for total, cap in zip(totals, capacity, strict=True)]
-    mean_util = 100.0 * math.fsum(unit_load) / math.fsum(c for c, stays in zip(capacity, staying, strict=True) if stays)
+    mean_util = (
+        100.0
+        * math.fsum(unit_load)
+        / math.fsum(c for c, stays in zip(capacity, staying, strict=True) if stays)
+    )
     rows = [total for total, stays in zip(totals, staying, strict=True) if stays]
     util_staying = [u for u, stays in zip(util, staying, strict=True) if stays]
     mean_row = math.fsum(rows) / len(rows)
