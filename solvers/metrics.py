@@ -16,6 +16,7 @@ Definitions (shared by every algorithm; see schemas.assignment.PlanStats):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -151,20 +152,28 @@ def _single_load_stats(
 ) -> ClusterStats:
     """`cluster_stats` of single loads on Python lists, each step numpy's operation in numpy's order."""
     per_node = [0.0] * len(capacity)
-    held = [False] * len(capacity)
-    for node, load in zip(assignment.tolist(), instance.load.tolist(), strict=True):
-        if node >= 0:  # bincount's order: unit by unit
+    where = assignment.tolist()
+    loads = instance.load.tolist()
+    held = set(where)
+    if -1 in held:  # units without a node count nowhere
+        held.discard(-1)
+        for node, load in zip(where, loads, strict=True):
+            if node >= 0:
+                per_node[node] += load
+    else:
+        for node, load in zip(where, loads, strict=True):  # bincount's order: unit by unit
             per_node[node] += load
-            held[node] = True
     util = [100.0 * load / cap for load, cap in zip(per_node, capacity, strict=True)]
-    staying_capacity = [cap for cap, stays in zip(capacity, staying, strict=True) if stays]
-    mean_util = 100.0 * pairwise_sum(instance.load.tolist()) / pairwise_sum(staying_capacity)
-    util_staying = [u for u, stays in zip(util, staying, strict=True) if stays]
-    stay_loads = [load for load, stays in zip(per_node, staying, strict=True) if stays]
+    if all(staying):
+        util_staying, stay_loads, staying_capacity = util, per_node, capacity
+    else:
+        util_staying = list(compress(util, staying))
+        stay_loads = list(compress(per_node, staying))
+        staying_capacity = list(compress(capacity, staying))
+    mean_util = 100.0 * pairwise_sum(loads) / pairwise_sum(staying_capacity)
     n = len(stay_loads)
     mean_load = pairwise_sum(stay_loads) / n
-    deviation = [load - mean_load for load in stay_loads]
-    variance = pairwise_sum([d * d for d in deviation]) / n
+    variance = pairwise_sum([(load - mean_load) * (load - mean_load) for load in stay_loads]) / n
     return ClusterStats(
         load_distance=max([abs(u - mean_util) for u in util_staying]),
         max_utilization=max(util),
@@ -173,7 +182,7 @@ def _single_load_stats(
         imbalance_total=0.0 + variance,
         avg_load_correlation=None,
         mean_node_load_variance=None,
-        parallelism=sum(held),
+        parallelism=len(held),
         collocation_factor=collocation_factor(instance, assignment),
         load_index=load_index(instance, assignment),
     )
