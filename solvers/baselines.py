@@ -372,7 +372,7 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     """`flux` on Python lists for a small plain instance (see SMALL_UNITS): each step is the numpy path's operation
     on one element, in the same order, so the plan is the same."""
     current: list[int] = instance.current.tolist()
-    load: list[float] = instance.load.tolist()
+    load = instance.load_values
     load_pct = [100.0 * unit_load for unit_load in load]  # the first product of the shift, as numpy takes it
     capacity: list[float] = instance.capacity.tolist()
     movable: list[bool] = instance.movable.tolist()

@@ -85,8 +85,23 @@ class AssignmentInstance:
         util = self.utilization(assignment)[self.active]
         return float(np.max(np.abs(util - self.mean_utilization)))
 
+    @cached_property
+    def load_values(self) -> list[float]:
+        """`load` as a Python list (what the small-instance paths of the solvers and statistics read)."""
+        return list(self.load.tolist())
+
+    @cached_property
+    def total_load(self) -> float:
+        """Sum of the mean loads, as numpy sums them (pairwise), once per instance."""
+        return float(np.add.reduce(self.load))
+
     def utilization_cap(self) -> float:
         """No node that receives units may end above this utilization: 100% or the current peak if higher."""
+        return self._utilization_cap
+
+    @cached_property
+    def _utilization_cap(self) -> float:
+        # once per instance: the solvers and the statistics ask for it again and again, and the instance is frozen
         if self.utilization_cap_override is not None:
             return self.utilization_cap_override
         placed = self.current >= 0

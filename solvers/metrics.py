@@ -153,7 +153,7 @@ def _single_load_stats(
     """`cluster_stats` of single loads on Python lists, each step numpy's operation in numpy's order."""
     per_node = [0.0] * len(capacity)
     where = assignment.tolist()
-    loads = instance.load.tolist()
+    loads = instance.load_values
     held = set(where)
     if -1 in held:  # units without a node count nowhere
         held.discard(-1)
@@ -170,7 +170,7 @@ def _single_load_stats(
         util_staying = list(compress(util, staying))
         stay_loads = list(compress(per_node, staying))
         staying_capacity = list(compress(capacity, staying))
-    mean_util = 100.0 * pairwise_sum(loads) / pairwise_sum(staying_capacity)
+    mean_util = 100.0 * instance.total_load / pairwise_sum(staying_capacity)
     n = len(stay_loads)
     mean_load = pairwise_sum(stay_loads) / n
     variance = pairwise_sum([(load - mean_load) * (load - mean_load) for load in stay_loads]) / n
