@@ -164,6 +164,7 @@ def _single_load_stats(
         "mean_node_load_variance": None,
         "min_mean_node_load_variance": None,
         "_peak_node_load": max(map(abs, totals)) if totals else 0.0,
+        "_util": util,  # each node's utilization, for the capacity rule
     }
 
 
@@ -188,7 +189,14 @@ def _traffic_stats(
     percent of the state before, crossing traffic costing serialization_cost load units per unit of rate), before
     and after the plan. One pass over the traffic (up to a million edges) to index it, then array operations."""
     traffic = request.get("traffic") or []
-    position = dict(zip(unit_ids, range(len(unit_ids)), strict=True)) if traffic else {}
+    if not traffic:  # no rate at all: no factor, nothing crosses (and no arrays to build)
+        cost = request.get("serialization_cost")
+        index = None if cost is None or total_load <= 0.0 else max(0.0, 100.0 * total_load / total_load)
+        return (
+            {"collocation_factor": None, "load_index": index},
+            {"collocation_factor": None, "load_index": index},
+        )
+    position = dict(zip(unit_ids, range(len(unit_ids)), strict=True))
     nowhere = len(unit_ids)  # an unknown unit counts as placed nowhere
     src = np.array([position.get(t["src"], nowhere) for t in traffic], dtype=np.int64)
     dst = np.array([position.get(t["dst"], nowhere) for t in traffic], dtype=np.int64)
@@ -196,8 +204,6 @@ def _traffic_stats(
     rate = np.array(rates, dtype=np.float64)
 
     def crossing(where_known: np.ndarray) -> float:
-        if not traffic:  # nothing crosses (and no arrays to build)
-            return 0.0
         where = np.append(where_known, -1)
         apart = (where[src] < 0) | (where[src] != where[dst])
         return math.fsum(rate[apart].tolist())
@@ -375,36 +381,40 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
 
     # Loads: a single number is a series of one window.
     loads = list(map(itemgetter("load"), unit_list))
-    if loads and isinstance(loads[0], list):
-        unit_series = np.array(loads, dtype=np.float64).reshape(len(unit_ids), -1)
-    else:
-        unit_series = np.array(loads, dtype=np.float64).reshape(len(unit_ids), 1)
-    capacity_arr = np.array([capacity[n] for n in all_nodes])
-    staying_before = np.array([n in nodes and n not in draining for n in all_nodes])
+    windows = len(loads[0]) if loads and isinstance(loads[0], list) else 1
+    capacity_list = [capacity[n] for n in all_nodes]
+    staying_before_list = [n in nodes and n not in draining for n in all_nodes]
     staying_after = ~(draining_mask | removed_mask | marked_mask)
-    unit_mean = unit_series[:, 0] if unit_series.shape[1] == 1 else unit_series.mean(axis=1)
-    if unit_series.shape[1] == 1 and n_units <= SMALL_UNITS and staying_before.any() and staying_after.any():
-        loads_list, capacity_list = unit_mean.tolist(), capacity_arr.tolist()
-        before = _single_load_stats(loads_list, where_before.tolist(), capacity_list, staying_before.tolist())
-        after = _single_load_stats(loads_list, where_after.tolist(), capacity_list, staying_after.tolist())
+    if windows == 1 and n_units <= SMALL_UNITS and any(staying_before_list) and staying_after.any():
+        # A small plan of single loads: on Python lists (numpy's per-call overhead would be most of the time).
+        before = _single_load_stats(loads, where_before.tolist(), capacity_list, staying_before_list)
+        after = _single_load_stats(loads, where_after.tolist(), capacity_list, staying_after.tolist())
+        total_load = math.fsum(loads)
+        util_after: Any = after.pop("_util")
+        before.pop("_util")
     else:
+        unit_series = np.array(loads, dtype=np.float64).reshape(n_units, windows)
+        capacity_arr = np.array(capacity_list, dtype=np.float64)
+        staying_before = np.array(staying_before_list, dtype=bool)
+        unit_mean = unit_series[:, 0] if windows == 1 else unit_series.mean(axis=1)
         before = _stats(unit_series, unit_mean, where_before, capacity_arr, staying_before)
         after = _stats(unit_series, unit_mean, where_after, capacity_arr, staying_after)
+        total_load = math.fsum(unit_mean.tolist()) if n_units else 0.0
+        util_after = 100.0 * np.bincount(where_after, weights=unit_mean, minlength=n_all) / capacity_arr
     # Added nodes hold nothing before the plan: they change no statistic of the before state.
-    total_load = math.fsum(unit_mean.tolist()) if len(unit_ids) else 0.0
     traffic_before, traffic_after = _traffic_stats(request, total_load, unit_ids, where_before, where_after)
     before.update(traffic_before)
     after.update(traffic_after)
 
     # Capacity: a receiving node may not end above 100 % or the peak before, whichever is higher.
     cap = max(100.0, before["max_utilization"]) if bool((where_before >= 0).any()) else None
-    node_load = np.bincount(where_after, weights=unit_mean, minlength=n_all)
     limit = cap if cap is not None else max(100.0, after["max_utilization"])
-    util_after = 100.0 * node_load / capacity_arr
-    for i in np.flatnonzero(receiving & (util_after > limit * (1 + 1e-9) + 1e-9)).tolist():
-        problems.append(
-            f"node {all_nodes[i]!r} receives units and ends at {util_after[i]:.3f}% utilization, over {limit:.3f}%"
-        )
+    over = limit * (1 + 1e-9) + 1e-9
+    for i in np.flatnonzero(receiving).tolist():
+        if util_after[i] > over:
+            problems.append(
+                f"node {all_nodes[i]!r} receives units and ends at {util_after[i]:.3f}% utilization, over {limit:.3f}%"
+            )
     # Further resources are hard caps on receiving nodes: a receiver ends within its capacity, or (a node already
     # over it before the plan, like the utilization rule above) not above its own usage before.
     usage: dict[tuple[int, str], float] = {}
@@ -432,7 +442,6 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # load with a variance of 0.12; found by the fuzz test). The tolerance follows the inputs' size.
     peak_util = max(abs(before["max_utilization"]), abs(after["max_utilization"]), 1.0)
     peak_load = max(before.pop("_peak_node_load"), after.pop("_peak_node_load"), 1.0)
-    windows = unit_series.shape[1]
 
     def rounding(key: str, value: Any) -> float | None:
         """How far two summation orders may put `key` apart, given the size of the inputs (None: no allowance)."""
