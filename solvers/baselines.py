@@ -378,9 +378,7 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     movable: list[bool] = instance.movable.tolist()
     state_size: list[float] = instance.state_size.tolist()
     n_nodes = instance.n_nodes
-    node_load = [0.0] * n_nodes
-    for node, unit_load in zip(current, load, strict=True):  # bincount's order: unit by unit
-        node_load[node] += unit_load
+    node_load: list[float] = instance.current_node_load.tolist()
     cap = instance.utilization_cap()
     assignment = list(current)
     max_moves, max_cost = instance.max_migrations, instance.max_migration_cost

@@ -56,6 +56,8 @@ class AssignmentInstance:
     @cached_property
     def load(self) -> FloatArray:
         """Mean load of each unit over the statistics period (what the MILP balances)."""
+        if self.series.shape[1] == 1:  # the mean of one window is that window: the same numbers, no reduction
+            return np.ascontiguousarray(self.series[:, 0], dtype=np.float64)
         return np.asarray(self.series.mean(axis=1), dtype=np.float64)
 
     @cached_property
@@ -104,11 +106,18 @@ class AssignmentInstance:
         # once per instance: the solvers and the statistics ask for it again and again, and the instance is frozen
         if self.utilization_cap_override is not None:
             return self.utilization_cap_override
-        placed = self.current >= 0
-        if not placed.any():
+        if not (self.current >= 0).any():
             return max(100.0, self.mean_utilization)
-        load = np.bincount(self.current[placed], weights=self.load[placed], minlength=self.n_nodes)
-        return float(max(100.0, np.max(100.0 * load / self.capacity)))
+        return float(max(100.0, np.max(100.0 * self.current_node_load / self.capacity)))
+
+    @cached_property
+    def current_node_load(self) -> FloatArray:
+        """Mean load per node before the plan (units without a node count nowhere), summed unit by unit (bincount):
+        computed once for the cap, the solvers' start and the statistics of the state before."""
+        placed = self.current >= 0
+        return np.bincount(self.current[placed], weights=self.load[placed], minlength=self.n_nodes).astype(
+            np.float64
+        )
 
     def migration_mask(self, assignment: IntArray) -> BoolArray:
         """Units that migrate: placed before and on another node now (a first placement is not a migration)."""

@@ -155,8 +155,10 @@ def _single_load_stats(
     where = assignment.tolist()
     loads = instance.load_values
     held = set(where)
-    if -1 in held:  # units without a node count nowhere
-        held.discard(-1)
+    held.discard(-1)  # units without a node count nowhere
+    if assignment is instance.current and len(capacity) == instance.n_nodes:  # the state before: summed once
+        per_node = instance.current_node_load.tolist()
+    elif len(held) < len(set(where)):
         for node, load in zip(where, loads, strict=True):
             if node >= 0:
                 per_node[node] += load
