@@ -1,0 +1,146 @@
+"""The small-instance paths (Python lists instead of numpy, issue 9's throughput) give the same answers as the numpy
+paths, bit for bit: flux's plans, the statistics, numpy's summation order; the answer's plain data is the response
+model's JSON; the validator finds the same problems on both of its paths."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from schemas.assignment import AssignmentRequest, PlanResponse
+from service.adapters import plan_answer, to_instance
+from solvers import baselines, metrics, plan_check
+from solvers.instance import AssignmentInstance
+from solvers.plan_check import check_plan
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Loads that make ties, integer sums, and the extremes of float64 rounding.
+LOADS = {
+    "ties": st.sampled_from([0.45, 0.45, 0.15, 1.0, 0.0]),
+    "integers": st.integers(0, 20).map(float),
+    "tiny": st.sampled_from([5e-324, 1e-300, 1e-12, 2e-9, 0.0, 1.0]),
+    "huge": st.sampled_from([1e15, 3e12, 1e9, 7.0, 0.1]),
+    "any": st.floats(0.0, 1e6, allow_nan=False, allow_infinity=False),
+}
+
+
+@st.composite
+def small_snapshots(draw: st.DrawFn) -> dict[str, Any]:
+    """Every unit placed, no draining node, no resources (what the small paths take): ties, integers, tiny and huge
+    loads, heterogeneous capacities, pinned units, count and cost budgets."""
+    n_nodes = draw(st.integers(1, 12))
+    capacities = draw(
+        st.lists(st.sampled_from([100.0, 50.0, 7.5, 1.0, 1e6, 1e-6]), min_size=n_nodes, max_size=n_nodes)
+    )
+    loads = LOADS[draw(st.sampled_from(sorted(LOADS)))]
+    n_units = draw(st.integers(1, 60))
+    units = [
+        {
+            "id": f"u{k}",
+            "node": f"n{draw(st.integers(0, n_nodes - 1)) if draw(st.booleans()) else 0}",
+            "load": draw(loads),
+            "state_size": float(draw(st.integers(0, 9))),
+            "pinned": draw(st.integers(0, 9)) == 0,
+        }
+        for k in range(n_units)
+    ]
+    body: dict[str, Any] = {
+        "nodes": [{"id": f"n{i}", "capacity": c} for i, c in enumerate(capacities)],
+        "units": units,
+        "algorithm": {"name": "flux"},
+    }
+    budget = draw(st.sampled_from(["none", "count", "cost"]))
+    if budget == "count":
+        body["budget"] = {"max_migrations": draw(st.integers(0, 12))}
+    elif budget == "cost":
+        body["budget"] = {"max_migration_cost": float(draw(st.integers(0, 40)))}
+    return body
+
+
+def instance_of(body: dict[str, Any]) -> AssignmentInstance:
+    return to_instance(AssignmentRequest.model_validate(body))
+
+
+@SETTINGS
+@given(body=small_snapshots())
+def test_flux_on_lists_plans_exactly_as_flux_on_arrays(body: dict[str, Any], monkeypatch_module: Any) -> None:
+    small = baselines.flux(instance_of(body))
+    assert baselines._plain_small(instance_of(body))
+    with monkeypatch_module.context() as patch:
+        patch.setattr(baselines, "SMALL_UNITS", 0)  # every instance takes the numpy path
+        assert not baselines._plain_small(instance_of(body))
+        large = baselines.flux(instance_of(body))
+    assert small.assignment.tolist() == large.assignment.tolist()
+    assert small.status == large.status
+
+
+@SETTINGS
+@given(body=small_snapshots(), moves=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 11)), max_size=8))
+def test_statistics_on_lists_equal_the_numpy_statistics_bit_for_bit(
+    body: dict[str, Any], moves: list[tuple[int, int]], monkeypatch_module: Any
+) -> None:
+    instance = instance_of(body)
+    assignment = instance.current.copy()
+    for unit, node in moves:
+        if unit < instance.n_units:
+            assignment[unit] = node % instance.n_nodes
+    added = np.array([50.0]) if moves else None
+    removed = np.array([0], dtype=np.int64) if len(moves) > 2 and instance.n_nodes > 1 else None
+    cases = [(instance.current, None, None), (assignment, added, removed)]
+    small = [metrics.cluster_stats(instance, a, c, r) for a, c, r in cases]
+    with monkeypatch_module.context() as patch:
+        patch.setattr(metrics, "SMALL_UNITS", 0)
+        fresh = instance_of(body)  # no cached per-instance values from the small path
+        large = [metrics.cluster_stats(fresh, a, c, r) for a, c, r in cases]
+    assert small == large  # every field, exactly (floats compared with ==)
+
+
+@pytest.mark.parametrize("n", [*range(0, 40), 127, 128, 129, 255, 256, 257, 500, 1000, 1025])
+def test_pairwise_sum_is_numpys_sum(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for values in (rng.random(n) * 10.0 ** rng.integers(-20, 16, n), np.full(n, 0.1), rng.integers(0, 9, n) / 3):
+        assert metrics.pairwise_sum(values.tolist()) == float(np.add.reduce(values))
+
+
+@SETTINGS
+@given(body=small_snapshots())
+def test_the_answer_data_is_the_response_models_json(body: dict[str, Any]) -> None:
+    instance = instance_of(body)
+    answer = plan_answer(instance, baselines.flux(instance), "flux", 1.5)
+    assert PlanResponse.model_validate(answer).model_dump(mode="json", by_alias=True) == answer
+
+
+@SETTINGS
+@given(body=small_snapshots(), corrupt=st.sampled_from(["none", "stat", "overload", "moves", "bound"]))
+def test_the_validator_finds_the_same_problems_on_both_paths(
+    body: dict[str, Any], corrupt: str, monkeypatch_module: Any
+) -> None:
+    instance = instance_of(body)
+    answer = plan_answer(instance, baselines.flux(instance), "flux", 1.0)
+    if corrupt == "stat":
+        answer["after"]["imbalance"] = answer["after"]["imbalance"] * 1.5 + 1.0
+    elif corrupt == "overload":  # every unit onto one node, moves left as they were
+        answer["assignment"] = dict.fromkeys(answer["assignment"], body["nodes"][-1]["id"])
+    elif corrupt == "moves":
+        answer["moves"] = answer["moves"][1:] if answer["moves"] else [{"unit": "u0", "from": "x", "to": "y"}]
+    elif corrupt == "bound":
+        answer["lower_bound"]["load_distance"] = answer["after"]["load_distance"] + 1.0
+    small = check_plan(body, copy.deepcopy(answer))
+    with monkeypatch_module.context() as patch:
+        patch.setattr(plan_check, "SMALL_UNITS", 0)
+        large = check_plan(body, copy.deepcopy(answer))
+    # the same problems; a recomputed number may differ in its last digits (the list path sums exactly)
+    assert [p.split(" recomputed")[0] for p in small] == [p.split(" recomputed")[0] for p in large]
+    assert (corrupt == "none") <= (small == [])  # a plan as the solver made it is valid
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Any:
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
