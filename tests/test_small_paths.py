@@ -104,7 +104,11 @@ def test_statistics_on_lists_equal_the_numpy_statistics_bit_for_bit(
 @pytest.mark.parametrize("n", [*range(0, 40), 127, 128, 129, 255, 256, 257, 500, 1000, 1025])
 def test_pairwise_sum_is_numpys_sum(n: int) -> None:
     rng = np.random.default_rng(n)
-    for values in (rng.random(n) * 10.0 ** rng.integers(-20, 16, n), np.full(n, 0.1), rng.integers(0, 9, n) / 3):
+    for values in (
+        rng.random(n) * 10.0 ** rng.integers(-20, 16, n),
+        np.full(n, 0.1),
+        rng.integers(0, 9, n) / 3,
+    ):
         assert metrics.pairwise_sum(values.tolist()) == float(np.add.reduce(values))
 
 
