@@ -19,10 +19,16 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
+from typing import Any
 
-from service.planning import INLINE_MAX_BODY_BYTES, PlanJob, plan_if_small
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.middleware import RECEIVED_AT
+from service.planning import INLINE_MAX_BODY_BYTES, PATH, PlanJob, plan_if_small
 from service.pool import WorkerAnswer
 from service.settings import Settings
+from service.telemetry import count_rejection
 
 # 50 ms: over 5x the slowest small request measured at the caps (8.8 ms CPU, bench/reliability/inline_worst.py) and
 # 60x a typical one; far below any deadline (time_limit_s + 1 s), so an abandoned attempt leaves the worker all but
@@ -87,3 +93,65 @@ def plan_inline(
             signal.setitimer(signal.ITIMER_REAL, 0.0)
     except InlineOverrun:
         return None
+
+
+class InlinePlans:
+    """ASGI middleware, the innermost of the app's own (inside auth and the body limits): a small plan request is
+    answered here, before FastAPI's routing, its dependency solving and its request and response objects (together
+    about 40 us of the ~0.5 ms a small plan costs in process); any other request, and a plan request that is not
+    small (see `plan_here`), goes on to the app with its body replayed, and the route sends it to a worker.
+
+    The answer is the route's, byte for byte (status, body, headers in Starlette's order: the answer's own, then
+    content-length and content-type), counted in the same metrics, and the request names its route for the access
+    metrics as after routing."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app, self.settings = app, settings
+        self.route: Any = None  # the APIRoute of PATH, found on first use
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != PATH or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        # The body limit middleware has read the whole body: it arrives as one message.
+        message = await receive()
+        whole = message["type"] == "http.request" and not message.get("more_body", False)
+        answer = None
+        if whole:
+            started = scope.get("state", {}).get(RECEIVED_AT, time.monotonic())
+            answer = plan_here(self.settings, PlanJob(message.get("body", b""), started))
+        scope.setdefault("state", {})[INLINE_TRIED] = True
+        if answer is None:
+            replayed = False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return message
+                return await receive()
+
+            await self.app(scope, replay, send)
+            return
+        app = scope.get("app")
+        if self.route is None and app is not None:
+            self.route = next((r for r in app.router.routes if getattr(r, "path", None) == PATH), None)
+        if self.route is not None:
+            scope["route"] = self.route
+        metrics = getattr(getattr(app, "state", None), "metrics", None)
+        if metrics is not None:
+            metrics.inline_plans.inc()
+            metrics.record_answer(answer)
+        if answer.status >= 400:
+            count_rejection(scope, answer.status)
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
+        headers += [
+            (b"content-length", str(len(answer.body)).encode("latin-1")),
+            (b"content-type", answer.media_type.encode("latin-1")),
+        ]
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.body})
+
+
+# Request state key: the inline path has seen this request (the route then sends it straight to a worker).
+INLINE_TRIED = "trimtab_inline_tried"

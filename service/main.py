@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from schemas.assignment import AssignmentRequest
 from schemas.splitter import SplitterRequest
 from service.errors import PROBLEM_RESPONSES, install_problem_handlers
+from service.inline import InlinePlans
 from service.logs import RequestContextMiddleware, configure_json_logging
 from service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from service.planning import plan_task
@@ -67,6 +68,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.state.metrics.watch_pool(lambda: pool.in_flight, pool.capacity)
     install_problem_handlers(app)
+    app.add_middleware(
+        InlinePlans, settings=settings
+    )  # added first = innermost: inside auth and the body limits
     app.add_middleware(BearerAuthMiddleware, token=settings.auth_token, open_paths=open_paths(settings))
     app.add_middleware(
         BodyLimitMiddleware,

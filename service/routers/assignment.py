@@ -46,9 +46,11 @@ async def plan_assignment(request: Request) -> Response:
     body = await request.body()
     pool: SolverPool = request.app.state.pool
     job = PlanJob(body, started)
-    # Small requests are planned right here (service.inline: cheaper than the trip to a worker, under a watchdog);
-    # the rest, and any small one the watchdog stopped, in a worker process under the hard deadline.
-    answer = inline.plan_here(settings, job)
+    # Small requests are planned in this process (service.inline: cheaper than the trip to a worker, under a
+    # watchdog), by the InlinePlans middleware before routing; here when it did not see the request (an app without
+    # it); the rest, and any small one the watchdog stopped, in a worker process under the hard deadline.
+    tried = request.scope.get("state", {}).get(inline.INLINE_TRIED, False)
+    answer = None if tried else inline.plan_here(settings, job)
     metrics = request.app.state.metrics
     if answer is None:
         answer = await _plan_in_worker(request, pool, settings, job)
