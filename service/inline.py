@@ -105,9 +105,9 @@ class InlinePlans:
     content-length and content-type), counted in the same metrics, and the request names its route for the access
     metrics as after routing."""
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings, route: Any) -> None:
         self.app, self.settings = app, settings
-        self.route: Any = None  # the APIRoute of PATH, found on first use
+        self.route = route  # the plan route (its template labels the request's metrics, as after routing)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") != PATH or scope.get("method") != "POST":
@@ -134,10 +134,7 @@ class InlinePlans:
             await self.app(scope, replay, send)
             return
         app = scope.get("app")
-        if self.route is None and app is not None:
-            self.route = next((r for r in app.router.routes if getattr(r, "path", None) == PATH), None)
-        if self.route is not None:
-            scope["route"] = self.route
+        scope["route"] = self.route
         metrics = getattr(getattr(app, "state", None), "metrics", None)
         if metrics is not None:
             metrics.inline_plans.inc()

@@ -175,18 +175,20 @@ class RequestContextMiddleware:
                 metrics.child(metrics.request_bytes, endpoint).observe(size)
             # Probes and scrapes arrive every few seconds from every replica's watchers: their successes at debug.
             quiet = status < 400 and scope.get("path", "") in QUIET_PATHS
-            access_log.log(
-                logging.DEBUG if quiet else logging.INFO,
-                "%s %s %d",
-                scope.get("method", ""),
-                scope.get("path", ""),
-                status,
-                extra={
-                    "method": scope.get("method", ""),
-                    "path": scope.get("path", ""),
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000.0, 3),
-                    "request_bytes": size,
-                },
-            )
+            level = logging.DEBUG if quiet else logging.INFO
+            if access_log.isEnabledFor(level):  # (the line's fields are built only when it is written)
+                access_log.log(
+                    level,
+                    "%s %s %d",
+                    scope.get("method", ""),
+                    scope.get("path", ""),
+                    status,
+                    extra={
+                        "method": scope.get("method", ""),
+                        "path": scope.get("path", ""),
+                        "status": status,
+                        "duration_ms": round(elapsed * 1000.0, 3),
+                        "request_bytes": size,
+                    },
+                )
             request_id_var.reset(token)

@@ -18,6 +18,7 @@ from service.errors import PROBLEM_RESPONSES, install_problem_handlers
 from service.inline import InlinePlans
 from service.logs import RequestContextMiddleware, configure_json_logging
 from service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
+from service.planning import PATH as PLAN_PATH
 from service.planning import plan_task
 from service.pool import SolverPool
 from service.routers import assignment, health, splitter
@@ -68,9 +69,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.state.metrics.watch_pool(lambda: pool.in_flight, pool.capacity)
     install_problem_handlers(app)
-    app.add_middleware(
-        InlinePlans, settings=settings
-    )  # added first = innermost: inside auth and the body limits
+    plan_route = next(r for r in assignment.router.routes if isinstance(r, APIRoute) and r.path == PLAN_PATH)
+    # added first = innermost: inside auth and the body limits
+    app.add_middleware(InlinePlans, settings=settings, route=plan_route)
     app.add_middleware(BearerAuthMiddleware, token=settings.auth_token, open_paths=open_paths(settings))
     app.add_middleware(
         BodyLimitMiddleware,
