@@ -13,7 +13,7 @@ from schemas.assignment import (
     PlanResponse,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
-from solvers.metrics import ClusterStats, cluster_stats
+from solvers.metrics import SMALL_UNITS, ClusterStats, cluster_stats, pairwise_sum
 
 
 def to_instance(request: AssignmentRequest) -> AssignmentInstance:
@@ -94,30 +94,61 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     straight from the solver's arrays as plain data: a model object per move cost seconds at the unit cap; the
     fixed-size rest is plain data too."""
     node_ids = list(instance.node_ids) + [a.id for a in plan.added_nodes]
-    names = np.array(node_ids, dtype=object)  # node index -> id for a whole array at once
     added_capacity = np.array([a.capacity for a in plan.added_nodes], dtype=np.float64)
     assignment = plan.assignment
+    unit_ids = instance.unit_ids
+    if instance.n_units <= SMALL_UNITS:
+        # A small plan on Python lists (numpy's per-call overhead would be most of the cost); sums in numpy's order.
+        where, current = assignment.tolist(), instance.current.tolist()
+        held = set(where)
+        drained = [i for i, drains in enumerate(instance.draining.tolist()) if drains and i not in held]
+        moved_units = [
+            k for k, (now, was) in enumerate(zip(where, current, strict=True)) if was >= 0 and now != was
+        ]
+        sizes = instance.state_size.tolist()
+        cost = pairwise_sum([sizes[k] for k in moved_units])
+        load_moved = pairwise_sum([instance.load_values[k] for k in moved_units])
+        assigned = dict(zip(unit_ids, map(node_ids.__getitem__, where), strict=True))
+        moves = [
+            {"unit": unit_ids[k], "from": node_ids[current[k]], "to": node_ids[where[k]], "cost": sizes[k]}
+            for k in moved_units
+        ]
+    else:
+        names = np.array(node_ids, dtype=object)  # node index -> id for a whole array at once
+        holds = np.bincount(assignment, minlength=len(node_ids)) > 0
+        drained = np.flatnonzero(instance.draining & ~holds[: instance.n_nodes]).tolist()
+        moved = np.flatnonzero(instance.migration_mask(assignment))
+        moved_units = moved.tolist()
+        cost = float(instance.state_size[moved].sum())
+        load_moved = float(instance.load[moved].sum())
+        assigned = dict(zip(unit_ids, names[assignment].tolist(), strict=True))
+        moves = [
+            {"unit": unit, "from": src, "to": dst, "cost": size}
+            for unit, src, dst, size in zip(
+                [
+                    unit_ids[k] for k in moved_units
+                ],  # the moved ones only (an object array of all ids cost more)
+                names[instance.current[moved]].tolist(),
+                names[assignment[moved]].tolist(),
+                instance.state_size[moved].tolist(),
+                strict=True,
+            )
+        ]
     # Nodes the plan releases: the ones it removes explicitly, and draining nodes it leaves empty.
-    holds = np.bincount(assignment, minlength=len(node_ids)) > 0
-    removed = sorted(
-        set(plan.removed_nodes)
-        | {int(i) for i in np.flatnonzero(instance.draining & ~holds[: instance.n_nodes])}
-    )
-    moved = np.flatnonzero(instance.migration_mask(assignment))
-    cost = float(instance.state_size[moved].sum())
-    total_state = float(instance.state_size.sum())
+    removed = sorted(set(plan.removed_nodes) | set(drained))
+    total_state = float(np.add.reduce(instance.state_size))
     before = cluster_stats(instance, instance.current)
     # Nodes marked for removal (scale-in) no longer count as staying, like draining ones.
     leaving = sorted(set(removed) | set(plan.marked_nodes))
     after = cluster_stats(instance, assignment, added_capacity, np.array(leaving, dtype=np.int64))
     # The fixed-size rest as plain data too, in the schema's field order, the same JSON as PlanResponse's
-    # model_dump (tests/test_adapters.py checks it against the model): five model objects per plan cost more than
+    # model_dump (tests/test_small_paths.py checks it against the model): five model objects per plan cost more than
     # the statistics.
     answer: dict[str, Any] = {
         "status": plan.status,
         "algorithm": algorithm,
-        "assignment": {},
-        "moves": [],
+        "assignment": assigned,
+        "moves": moves,
         "scaling": {
             "add_nodes": [a.id for a in plan.added_nodes],
             "remove_nodes": [node_ids[i] for i in removed],
@@ -126,26 +157,12 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
         },
         "before": _stats(before),
         "after": _stats(after),
-        "migrations": len(moved),
+        "migrations": len(moved_units),
         "migration_cost": cost,
         "state_moved_share": cost / total_state if total_state > 0 else 0.0,
-        "load_moved": float(instance.load[moved].sum()),
+        "load_moved": load_moved,
         "lower_bound": {"load_distance": None if plan.lower_bound is None else float(plan.lower_bound)},
         "solve_ms": float(solve_ms),
         "notes": list(plan.notes),
     }
-    answer["assignment"] = dict(zip(instance.unit_ids, names[assignment].tolist(), strict=True))
-    unit_ids = instance.unit_ids
-    answer["moves"] = [
-        {"unit": unit, "from": src, "to": dst, "cost": size}
-        for unit, src, dst, size in zip(
-            [
-                unit_ids[k] for k in moved.tolist()
-            ],  # the moved ones only (an object array of all ids cost more)
-            names[instance.current[moved]].tolist(),
-            names[assignment[moved]].tolist(),
-            instance.state_size[moved].tolist(),
-            strict=True,
-        )
-    ]
     return answer
