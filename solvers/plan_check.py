@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from itertools import repeat
+from itertools import compress, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -134,32 +134,35 @@ SMALL_UNITS = 512
 
 
 def _single_load_stats(
-    unit_load: list[float], where: list[int], capacity: list[float], staying: list[bool]
+    unit_load: list[float], total_load: float, where: list[int], capacity: list[float], staying: list[bool]
 ) -> dict[str, Any]:
     """`_stats` of single loads on Python lists: node sums unit by unit, the other sums exact (math.fsum)."""
     totals = [0.0] * len(capacity)
-    held = [False] * len(capacity)
-    for node, load in zip(where, unit_load, strict=True):
-        if node >= 0:
+    held = set(where)
+    held.discard(-1)
+    if len(held) < len(set(where)):  # units without a node count nowhere
+        for node, load in zip(where, unit_load, strict=True):
+            if node >= 0:
+                totals[node] += load
+    else:
+        for node, load in zip(where, unit_load, strict=True):
             totals[node] += load
-            held[node] = True
     util = [100.0 * total / cap for total, cap in zip(totals, capacity, strict=True)]
-    mean_util = (
-        100.0
-        * math.fsum(unit_load)
-        / math.fsum(c for c, stays in zip(capacity, staying, strict=True) if stays)
-    )
-    rows = [total for total, stays in zip(totals, staying, strict=True) if stays]
-    util_staying = [u for u, stays in zip(util, staying, strict=True) if stays]
+    if all(staying):
+        rows, util_staying, staying_capacity = totals, util, capacity
+    else:
+        rows, util_staying = list(compress(totals, staying)), list(compress(util, staying))
+        staying_capacity = list(compress(capacity, staying))
+    mean_util = 100.0 * total_load / math.fsum(staying_capacity)
     mean_row = math.fsum(rows) / len(rows)
-    variance = math.fsum([(row - mean_row) ** 2 for row in rows]) / len(rows)
+    variance = math.fsum([(row - mean_row) * (row - mean_row) for row in rows]) / len(rows)
     return {
         "load_distance": max([abs(u - mean_util) for u in util_staying]),
         "max_utilization": max(util),
         "min_utilization": min(util_staying),
         "imbalance": variance,
         "imbalance_total": variance,
-        "parallelism": sum(held),
+        "parallelism": len(held),
         "avg_load_correlation": None,
         "mean_node_load_variance": None,
         "min_mean_node_load_variance": None,
@@ -387,9 +390,13 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     staying_after = ~(draining_mask | removed_mask | marked_mask)
     if windows == 1 and n_units <= SMALL_UNITS and any(staying_before_list) and staying_after.any():
         # A small plan of single loads: on Python lists (numpy's per-call overhead would be most of the time).
-        before = _single_load_stats(loads, where_before.tolist(), capacity_list, staying_before_list)
-        after = _single_load_stats(loads, where_after.tolist(), capacity_list, staying_after.tolist())
         total_load = math.fsum(loads)
+        before = _single_load_stats(
+            loads, total_load, where_before.tolist(), capacity_list, staying_before_list
+        )
+        after = _single_load_stats(
+            loads, total_load, where_after.tolist(), capacity_list, staying_after.tolist()
+        )
         util_after: Any = after.pop("_util")
         before.pop("_util")
     else:
