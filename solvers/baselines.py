@@ -11,7 +11,6 @@ import bisect
 import heapq
 import time
 from collections import deque
-from operator import itemgetter
 
 import numpy as np
 
@@ -408,21 +407,27 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
             per_load = 1.0 / capacity[hi] + 1.0 / capacity[lo]
             most = 2.0 * gap - tolerance
             lo_load, lo_capacity = node_load[lo], capacity[lo]
-            fits: list[tuple[float, int]] = []
+            # The numpy path sorts the useful units by fit (stably) and takes the first that the budget allows
+            # (BudgetTracker.allows: the count of moves tried, a move home included, and the cost): that is the
+            # first unit of least fit among those allowed, found here in one pass.
+            useful = False
+            best_fit, best = 0.0, -1
+            count_allows = max_moves is None or moves + 1 <= max_moves
             for unit in units:
                 shift = load_pct[unit] * per_load
                 if tolerance < shift < most and 100.0 * (lo_load + load[unit]) / lo_capacity <= cap:
-                    fits.append((abs(gap - shift), unit))
-            if not fits:
+                    useful = True
+                    fit = abs(gap - shift)
+                    if (
+                        (best < 0 or fit < best_fit)
+                        and count_allows
+                        and (cost_limit is None or not cost + state_size[unit] > cost_limit)
+                    ):
+                        best_fit, best = fit, unit
+            if not useful:
                 continue
-            fits.sort(key=itemgetter(0))  # stable: ties keep unit order
-            for _, unit in fits:
-                # BudgetTracker.allows: the budget counts every move tried, a move home included
-                if max_moves is not None and moves + 1 > max_moves:
-                    continue
-                if cost_limit is not None and cost + state_size[unit] > cost_limit:
-                    continue
-                home = current[unit]
+            if best >= 0:
+                unit, home = best, current[best]
                 node_load[hi] -= load[unit]
                 node_load[lo] += load[unit]
                 was_moved, now_moved = assignment[unit] != home, lo != home
@@ -437,7 +442,6 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                 bisect.insort(on_node[lo], unit)
                 moved = True
                 moves_left -= 1
-                break
             if (max_moves is not None and moves >= max_moves) or moves_left <= 0 or deadline.passed:
                 break
         if not moved:
