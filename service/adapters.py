@@ -40,8 +40,12 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
         if resource_names
         else np.zeros((n_units, 0))
     )
-    capacity_r = np.array(
-        [[n.resources.get(r, np.inf) for r in resource_names] for n in request.nodes], dtype=np.float64
+    capacity_r = (
+        np.array(
+            [[n.resources.get(r, np.inf) for r in resource_names] for n in request.nodes], dtype=np.float64
+        )
+        if resource_names
+        else np.zeros((len(request.nodes), 0))
     )
     # Traffic names units: index them only when there is traffic.
     unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if request.traffic else {}
