@@ -17,6 +17,7 @@ from schemas.assignment import AssignmentRequest, PlanResponse
 from service.adapters import plan_answer, to_instance
 from solvers import baselines, metrics, plan_check
 from solvers.instance import AssignmentInstance
+from solvers.milp import bounds
 from solvers.plan_check import check_plan
 
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e[-+]?\d+)?")
@@ -150,3 +151,32 @@ def test_the_validator_finds_the_same_problems_on_both_paths(
 def monkeypatch_module() -> Any:
     with pytest.MonkeyPatch.context() as patch:
         yield patch
+
+
+@st.composite
+def bound_snapshots(draw: st.DrawFn) -> dict[str, Any]:
+    """As small_snapshots, with units without a node too, and both budgets at once."""
+    body = draw(small_snapshots())
+    for unit in body["units"]:
+        if draw(st.integers(0, 9)) == 0:
+            unit["node"], unit["pinned"] = None, False
+    if draw(st.booleans()):
+        body["budget"] = {
+            "max_migrations": draw(st.integers(0, 8)),
+            "max_migration_cost": float(draw(st.integers(0, 30))),
+        }
+    return body
+
+
+@SETTINGS
+@given(body=bound_snapshots(), points=st.lists(st.floats(0.0, 200.0), min_size=1, max_size=6))
+def test_the_milp_bound_on_lists_is_the_numpy_bound(
+    body: dict[str, Any], points: list[float], monkeypatch_module: Any
+) -> None:
+    small = bounds.lower_bound(instance_of(body))
+    with monkeypatch_module.context() as patch:
+        patch.setattr(bounds, "SMALL_UNITS", 0)
+        large = bounds.lower_bound(instance_of(body))
+    assert (small.value, small.threshold, small.static) == (large.value, large.threshold, large.static)
+    for t in [*points, small.value, small.threshold, 0.5 * (small.value + small.threshold)]:
+        assert small.feasible(t) == large.feasible(t)

@@ -26,6 +26,7 @@ Each node alone also gives t >= util - mean - (what it alone can shed), and t >=
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
+from solvers.metrics import SMALL_UNITS, pairwise_sum
 
 RELATIVE_TOLERANCE = 1e-12  # floating-point slack on sums compared with budgets
 
@@ -305,11 +307,81 @@ def lower_bound(
                 return False
         return True
 
+    test: Callable[[float], bool] = feasible
+    if instance.n_units <= SMALL_UNITS:  # the same test on Python lists (see _feasible_on_lists)
+        test = _feasible_on_lists(
+            util, mean, capacity, moved_max, own_total, count_limit, cost_limit, size_before, size_nodes,
+            free_load, global_prefix, ratio_nodes, ratio_before, ratio_load, ratio_cost, global_cover,
+        )  # fmt: skip
     lo, hi = 0.0, float(np.max(np.abs(util - mean)))
-    if feasible(lo):
-        return LowerBound(static, max(static, lo), feasible, static)
-    lo, hi = _bisect(feasible, lo, hi, deadline, relative_precision)
-    return LowerBound(max(static, lo), max(static, hi), feasible, static)
+    if test(lo):
+        return LowerBound(static, max(static, lo), test, static)
+    lo, hi = _bisect(test, lo, hi, deadline, relative_precision)
+    return LowerBound(max(static, lo), max(static, hi), test, static)
+
+
+def _feasible_on_lists(
+    util: FloatArray,
+    mean: float,
+    capacity: FloatArray,
+    moved_max: float,
+    own_total: FloatArray,
+    count_limit: int | None,
+    cost_limit: float | None,
+    size_before: FloatArray,
+    size_nodes: IntArray,
+    free_load: float,
+    global_prefix: FloatArray,
+    ratio_nodes: IntArray,
+    ratio_before: FloatArray,
+    ratio_load: FloatArray,
+    ratio_cost: FloatArray,
+    global_cover: _CostCover | None,
+) -> Callable[[float], bool]:
+    """`lower_bound`'s counting and covering test for a small instance (the bisection calls it a dozen times per
+    solve; on ten nodes numpy's per-call overhead was most of the bound's time): every step is the numpy test's
+    operation on one element, in the same order, and the sums are numpy's (pairwise_sum), so it answers the same
+    (tests/test_small_paths.py)."""
+    util_l, capacity_l, own_total_l = util.tolist(), capacity.tolist(), own_total.tolist()
+    size_before_l, size_nodes_l = size_before.tolist(), size_nodes.tolist()
+    prefix_l = global_prefix.tolist()
+    ratio_nodes_l, ratio_before_l = ratio_nodes.tolist(), ratio_before.tolist()
+    ratio_load_l = np.maximum(ratio_load, 1e-300).tolist()
+    ratio_cost_l = ratio_cost.tolist()
+    limit = moved_max * (1 + RELATIVE_TOLERANCE)
+    own_room = [total * (1 + RELATIVE_TOLERANCE) + 1e-9 for total in own_total_l]
+    tolerance = 1e-9
+
+    def feasible(t: float) -> bool:
+        excess = [max(0.0, u - mean - t) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
+        deficit = [max(0.0, mean - t - u) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
+        if pairwise_sum(excess) > limit or pairwise_sum(deficit) > limit:
+            return False
+        need = [e * (1 - RELATIVE_TOLERANCE) if e > tolerance else 0.0 for e in excess]
+        if any(n > room for n, room in zip(need, own_room, strict=True)):
+            return False
+        under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
+        if count_limit is not None:
+            out_count = sum(1 for b, node in zip(size_before_l, size_nodes_l, strict=True) if b < need[node])
+            if out_count > count_limit:
+                return False
+            if free_load <= 0 and under:
+                k = [bisect.bisect_left(prefix_l, amount) for amount in under]
+                if max(k) >= len(prefix_l) or sum(k) + len(k) > count_limit:
+                    return False
+        if cost_limit is not None:
+            room = cost_limit * (1 + RELATIVE_TOLERANCE) + tolerance
+            share = [
+                min(max((need[node] - before) / load, 0.0), 1.0)
+                for node, before, load in zip(ratio_nodes_l, ratio_before_l, ratio_load_l, strict=True)
+            ]
+            if pairwise_sum([c * x for c, x in zip(ratio_cost_l, share, strict=True)]) > room:
+                return False
+            if free_load <= 0 and global_cover is not None and global_cover.cost(np.array(under)) > room:
+                return False
+        return True
+
+    return feasible
 
 
 def load_distance_lower_bound(instance: AssignmentInstance) -> float:
