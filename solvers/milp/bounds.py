@@ -325,7 +325,7 @@ def _feasible_on_lists(
     mean: float,
     capacity: FloatArray,
     moved_max: float,
-    own_total: FloatArray,
+    own_total: np.ndarray,
     count_limit: int | None,
     cost_limit: float | None,
     size_before: FloatArray,
