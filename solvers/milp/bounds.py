@@ -362,7 +362,7 @@ def _feasible_on_lists(
             return False
         under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
         if count_limit is not None:
-            out_count = sum(1 for b, node in zip(size_before_l, size_nodes_l, strict=True) if b < need[node])
+            out_count = sum([b < need[node] for b, node in zip(size_before_l, size_nodes_l, strict=True)])
             if out_count > count_limit:
                 return False
             if free_load <= 0 and under:
