@@ -108,7 +108,7 @@ class AssignmentInstance:
             return self.utilization_cap_override
         if not (self.current >= 0).any():
             return max(100.0, self.mean_utilization)
-        return float(max(100.0, np.max(100.0 * self.current_node_load / self.capacity)))
+        return float(max(100.0, (100.0 * self.current_node_load / self.capacity).max()))
 
     @cached_property
     def current_node_load(self) -> FloatArray:

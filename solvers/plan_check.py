@@ -288,12 +288,12 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     current_list = list(map(dict.get, unit_list, repeat("node")))
     # A unit without a node (None, or a node the request does not name) is nowhere before the plan.
     where_before = np.fromiter(map(index.get, current_list, repeat(-1)), dtype=np.int64, count=n_units)
-    where_after = np.fromiter(map(index.get, assigned_to, repeat(-2)), dtype=np.int64, count=n_units)
-    unknown = np.flatnonzero(where_after == -2)
-    for k in unknown.tolist():
-        problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
-    if len(unknown):
+    after_list = list(map(index.get, assigned_to, repeat(-2)))
+    if -2 in after_list:  # (a C-level scan first: a valid plan names known nodes only)
+        for k in [k for k, i in enumerate(after_list) if i == -2]:
+            problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
         return problems
+    where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
     pinned = np.fromiter(map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units)
     state_size = np.fromiter(
         map(dict.get, unit_list, repeat("state_size"), repeat(0.0)), dtype=np.float64, count=n_units
