@@ -27,6 +27,7 @@ Each node alone also gives t >= util - mean - (what it alone can shed), and t >=
 from __future__ import annotations
 
 import bisect
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -362,7 +363,7 @@ def _feasible_on_lists(
             return False
         under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
         if count_limit is not None:
-            out_count = sum([b < need[node] for b, node in zip(size_before_l, size_nodes_l, strict=True)])
+            out_count = sum(map(operator.lt, size_before_l, map(need.__getitem__, size_nodes_l)))
             if out_count > count_limit:
                 return False
             if free_load <= 0 and under:
