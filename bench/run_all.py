@@ -93,9 +93,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "bench.reliability.fuzz",
         "reliability",
-        ("--examples", "2000"),
+        ("--examples", "8000"),  # about 10,400 requests: issue 9 counts 10,000 in a benchmark run
         ("--examples", "200", "--derandomize"),
-        90,
+        200,
         15,
     ),
 )
