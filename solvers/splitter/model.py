@@ -18,6 +18,7 @@ Beyond the paper (issue 12: regions whose membership changes in production), eac
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -324,8 +325,11 @@ def _measure(
         )
     stalled_zero, backlogged = _throughput_evidence(request, memory, connections, known, rates, elapsed)
     point_at = _point_at_weight(connections, weights).tolist()
+    # Python lists: the loop reads one element of each per connection (numpy scalars cost more than the work).
+    weight_list, rate_list = weights.tolist(), rates.tolist()
+    stalled_list, backlogged_list = stalled_zero.tolist(), backlogged.tolist()
     for j in np.flatnonzero(known & (weights > 0)).tolist():
-        connection, w, rate = connections[j], int(weights[j]), float(rates[j])
+        connection, w, rate = connections[j], weight_list[j], rate_list[j]
         # Time at each weight inside the interval: the weight we returned at the previous call came into force
         # then; its first TRANSITION_S seconds belong to the change, not to w.
         changed_now = (
@@ -344,7 +348,7 @@ def _measure(
         if on_probation:
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
             if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise or (
-                backlogged[j] and connection.previous_weight == 0
+                backlogged_list[j] and connection.previous_weight == 0
             ):
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
                 if request.steady:
@@ -358,7 +362,7 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
-        if not stalled_zero[j] and (credit > 0.0 or point_at[j] < 0):
+        if not stalled_list[j] and (credit > 0.0 or point_at[j] < 0):
             connection.smooth_in(w, rate, call, max(credit, 1e-3), point_at[j])
     return True
 
@@ -497,9 +501,9 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         above = w_all > weights[owner]
         decaying = np.unique(owner[above]).tolist()
         factor = np.ones(n_connections)
-        for j in decaying:  # scalar powers, as per connection before (same rounding)
-            exponent = connections[j].decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
-            factor[j] = (1.0 - request.exploration_decay) ** exponent
+        base, span = 1.0 - request.exploration_decay, min(elapsed, 1e6)
+        # Scalar powers, as per connection before (same rounding).
+        factor[decaying] = [base ** (connections[j].decay_scale * span / DECAY_REFERENCE_S) for j in decaying]
         rate_all = np.concatenate([c.rate for c in connections])
         n_all = np.concatenate([c.n for c in connections])
         rate_all[above] *= factor[owner[above]]
@@ -507,20 +511,26 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         # point (gain 1/2), so a re-exploration that blocks again shows at once.
         n_all[above & (n_all > 1)] = 1
         ends = np.cumsum(sizes).tolist()
+        size_list = sizes.tolist()
         for j in decaying:
-            part = slice(ends[j] - int(sizes[j]), ends[j])
-            connections[j].rate, connections[j].n = rate_all[part], n_all[part]
+            connection, start = connections[j], ends[j] - size_list[j]
+            connection.rate, connection.n = rate_all[start : ends[j]], n_all[start : ends[j]]
     for j in np.flatnonzero(sizes > MAX_POINTS).tolist():
         connection = connections[j]
         # Newest first; among equally recent points the ones nearest the current weight first.
         order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
         connection.keep(np.sort(order[:MAX_POINTS]))
-    for j, connection in enumerate(connections):
-        if measured or not known[j]:
-            connection.counter = float(counters[j])
+    sent = taken = None
+    if request.sent is not None and request.taken is not None:
+        sent, taken = request.sent.tolist(), request.taken.tolist()
+    for j, (connection, counter, was_known) in enumerate(
+        zip(connections, counters.tolist(), known.tolist(), strict=True)
+    ):
+        if measured or not was_known:
+            connection.counter = counter
             connection.sent = connection.taken = -1.0
-            if request.sent is not None and request.taken is not None:
-                connection.sent, connection.taken = float(request.sent[j]), float(request.taken[j])
+            if sent is not None and taken is not None:
+                connection.sent, connection.taken = sent[j], taken[j]
 
     no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
@@ -562,8 +572,9 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         labels = np.arange(n_connections)
     # Members of each cluster in index order (a stable sort by label, cut where the label changes).
     by_label = np.argsort(labels, kind="stable")
-    cuts = np.flatnonzero(np.diff(labels[by_label])) + 1
-    clusters = [m.tolist() for m in np.split(by_label, cuts)]
+    cuts = [0, *(np.flatnonzero(np.diff(labels[by_label])) + 1).tolist(), n_connections]
+    members = by_label.tolist()
+    clusters = [members[a:b] for a, b in itertools.pairwise(cuts)]
 
     cluster_values: FloatArray | None = None
     # The answer of the gate's solve (connection or cluster weights): the bounded solve has the same lower bounds
