@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers.splitter import fox
-from solvers.splitter.fox import fox_minimax
+from solvers.splitter.fox import fox_minimax, minimax_at_least
 from solvers.splitter.model import even_split
 
 VECTORISED_DEFAULT = fox.VECTORISED_CELLS_PER_UNIT
@@ -178,3 +178,20 @@ def test_vectorised_fox_on_wide_tables_is_the_heaps_answer(
         fox.VECTORISED_CELLS_PER_UNIT = VECTORISED_DEFAULT
     assert heap[0].tolist() == vectorised[0].tolist()
     assert heap[1] == vectorised[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(), st.data())
+def test_minimax_at_least_is_the_optimum_compared(
+    instance: tuple[np.ndarray, np.ndarray, np.ndarray, int], data: st.DataObject
+) -> None:
+    # The optimum compared with a threshold without solving: thresholds at, between and around the table's values.
+    values, lower, upper, total = instance
+    _, optimum = fox_minimax(values, lower, upper, total)
+    cells = sorted({*values.ravel().tolist(), optimum})
+    threshold = data.draw(
+        st.sampled_from(
+            [*cells, *(np.nextafter(c, np.inf) for c in cells), *(np.nextafter(c, -np.inf) for c in cells)]
+        )
+    )
+    assert minimax_at_least(values, lower, upper, total, threshold) == (optimum >= threshold)

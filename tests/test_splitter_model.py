@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,6 +23,7 @@ from solvers.splitter.functions import (
 from solvers.splitter.model import (
     MAX_POINTS,
     SplitterInput,
+    _least_within,
     blocking_rates,
     update_weights,
 )
@@ -314,3 +317,17 @@ def test_batched_monotone_regression_equals_scipys(rows: list[list[tuple[float, 
     batched = y.copy()
     _isotonic_rows(batched, weight, starts, lengths)
     np.testing.assert_allclose(batched, expected, rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.floats(0.0, 1e300, allow_nan=False, allow_infinity=False),
+    st.floats(1e-300, 1e300, allow_nan=False, allow_infinity=False),
+)
+def test_least_within_noise_is_the_least_such_float(now: float, noise: float) -> None:
+    # The steady gate compares the free optimum with this float instead of solving (minimax_at_least): every x
+    # from it up, and none below it, has now - x <= noise.
+    least = _least_within(now, noise)
+    assert least is not None
+    assert now - least <= noise
+    assert not now - math.nextafter(least, -math.inf) <= noise

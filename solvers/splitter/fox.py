@@ -76,6 +76,31 @@ def fox_minimax(
     return weights, _objective(values, weights)
 
 
+def minimax_at_least(
+    values: FloatArray, lower: IntArray, upper: IntArray, total: int, threshold: float
+) -> bool:
+    """Whether `fox_minimax(values, lower, upper, total)`'s optimum is at least `threshold`, without solving.
+
+    The optimum is the largest of every column's value at its lower bound and the remaining-th smallest value among
+    the candidate cells (lower_j < w <= upper_j): Fox hands out the remaining smallest cells, so it is at least the
+    threshold exactly when a lower bound's value is, or when fewer than `remaining` candidates lie below it. One
+    pass over the table instead of a solve. Same errors as fox_minimax on bounds that admit no allocation."""
+    n_columns, width = values.shape
+    lower = np.asarray(lower, dtype=np.int64)
+    upper = np.minimum(np.asarray(upper, dtype=np.int64), width - 1)
+    if np.any(lower < 0) or np.any(lower > upper):
+        raise ValueError("every column needs 0 <= lower <= upper")
+    remaining = total - int(lower.sum())
+    if remaining < 0 or int(upper.sum()) < total:
+        raise ValueError(f"bounds admit no allocation summing to {total}")
+    if not n_columns:
+        return threshold <= 0.0  # fox_minimax's optimum of no columns
+    if float(values[np.arange(n_columns), lower].max()) >= threshold:
+        return True
+    below = np.clip((values < threshold).sum(axis=1), lower + 1, upper + 1) - (lower + 1)  # a prefix each
+    return int(below.sum()) < remaining
+
+
 def _objective(values: FloatArray, weights: IntArray) -> float:
     return float(values[np.arange(len(weights)), weights].max()) if len(weights) else 0.0
 

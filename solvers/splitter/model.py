@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
+import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -26,7 +29,7 @@ import numpy as np
 
 from solvers.instance import FloatArray, IntArray
 from solvers.splitter.clustering import cluster_by_features, fitted_features, function_features
-from solvers.splitter.fox import fox_minimax
+from solvers.splitter.fox import fox_minimax, minimax_at_least
 from solvers.splitter.functions import FittedRows, blocking_functions_flat, fit_rows, select_rows, tabulate
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
@@ -605,6 +608,23 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         totals = np.bincount(labels, weights=weights, minlength=len(clusters)).astype(np.int64)
         return clustered_values()[np.arange(len(clusters)), totals][labels]
 
+    def free_within_noise(up: IntArray, now: float, noise: float) -> bool:
+        """now - (the optimum within lower..up) <= noise, as the solve would decide it, without solving: the
+        optimum is compared with the least float x for which now - x <= noise (minimax_at_least)."""
+        least = _least_within(now, noise)
+        if least is None:  # not finite: solve
+            return now - solve(lower, up)[1] <= noise
+        if len(clusters) == n_connections:
+            return minimax_at_least(connection_values(), lower, up, resolution, least)
+        per_cluster = functools.partial(np.bincount, labels, minlength=len(clusters))
+        return minimax_at_least(
+            clustered_values(),
+            per_cluster(weights=lower).astype(np.int64),
+            per_cluster(weights=up).astype(np.int64),
+            resolution,
+            least,
+        )
+
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
     # rises (a probe-sized step toward a much better split is worth taking; it is the size of the step, not the
@@ -622,8 +642,7 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         solved = solve(lower, upper)
         if now - solved[1] <= noise and (
             request.max_change is not None  # the bounds are the free ones
-            or now - solve(lower, np.where(upper > weights, resolution, upper))[1]
-            <= noise  # a held one stays
+            or free_within_noise(np.where(upper > weights, resolution, upper), now, noise)  # a held one stays
         ):
             solved = (weights.copy(), now, current, current)
     new_weights, predicted, expected, _ = solved if solved is not None else solve(lower, upper)
@@ -642,6 +661,39 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         memory.observed_at = request.observed_at
     memory.calls = call
     return SplitterResult(new_weights, memory, clusters, min(predicted, MAX_BLOCKING_RATE), notes)
+
+
+def _least_within(now: float, noise: float) -> float | None:
+    """The least float x with now - x <= noise (floating-point subtraction is monotone in x, so those x are all
+    floats from it up), or None when there is none to find (now or noise not finite, noise negative)."""
+    if not (math.isfinite(now) and math.isfinite(noise)) or not now - now <= noise:
+        return None
+    guess = now - noise
+    if now - guess <= noise and not now - math.nextafter(guess, -math.inf) <= noise:
+        return guess  # the rounding of now - noise is usually exact enough
+    # Bisection over the floats in order (their bit patterns, negatives mirrored) between a float outside and now.
+    outside = now - 2.0 * noise if math.isfinite(now - 2.0 * noise) else -sys.float_info.max
+    if now - outside <= noise:
+        return None
+    low, high = _float_order(outside), _float_order(now)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if now - _order_float(middle) <= noise:
+            high = middle
+        else:
+            low = middle
+    return _order_float(high)
+
+
+def _float_order(x: float) -> int:
+    """An integer that orders floats as their values (-0.0 and 0.0 alike)."""
+    bits = int.from_bytes(struct.pack("<d", x), "little", signed=True)
+    return bits if bits >= 0 else -(bits & (2**63 - 1))
+
+
+def _order_float(order: int) -> float:
+    bits = order if order >= 0 else -order | -(2**63)
+    return float(struct.unpack("<d", bits.to_bytes(8, "little", signed=True))[0])
 
 
 def _cluster_functions(
