@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.optimize import isotonic_regression
+from scipy.spatial.distance import pdist
 
-from solvers.splitter.clustering import cluster_connections, fitted_features, function_features
+from solvers.splitter.clustering import cluster_connections, cut_tree_at, fitted_features, function_features
 from solvers.splitter.functions import (
     _isotonic_rows,
     blocking_function,
@@ -331,3 +333,19 @@ def test_least_within_noise_is_the_least_such_float(now: float, noise: float) ->
     assert least is not None
     assert now - least <= noise
     assert not now - math.nextafter(least, -math.inf) <= noise
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 40), st.sampled_from([0.05, 0.3, math.log(2.0), 2.0]), st.integers(0, 2**32 - 1))
+def test_tree_cut_is_fclusters(n: int, threshold: float, seed: int) -> None:
+    # cut_tree_at replaces scipy's fcluster(criterion="distance") on complete linkage: the same partition, with
+    # ties (features on a coarse grid) and merges exactly at the threshold.
+    rng = np.random.default_rng(seed)
+    features = np.round(rng.random((n, 3)) * rng.choice([0.5, 2.0, 5.0]), int(rng.integers(0, 3)))
+    merges = linkage(pdist(features, metric="chebyshev"), method="complete")
+    ours, theirs = cut_tree_at(merges, threshold), fcluster(merges, t=threshold, criterion="distance")
+    assert (
+        len(set(zip(ours.tolist(), theirs.tolist(), strict=True)))
+        == len(set(ours.tolist()))
+        == len(set(theirs.tolist()))
+    )

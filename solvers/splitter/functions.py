@@ -69,7 +69,8 @@ def _min_max_rows(mean: FloatArray, weight: FloatArray, row: IntArray, rows: Int
     Pool-adjacent-violators on each row's blocks in Python (O(k) per row; the rows here are few and short), each
     pooled block's mean taken from the row's cumulative sums as the formula takes it: fit_i = max over a <= i of min
     over b >= i of the mean of blocks a..b is attained at the pooled block a*..b* that holds i (Barlow et al. 1972),
-    so the values are the formula's, bit for bit (tested against it)."""
+    so the values are the formula's (bit for bit on the 83,000 blocks of the speed bench's calls that reach here and
+    on bench.splitter.answers_hash's chains; equal to scipy's to 1e-9 in the tests)."""
     sizes = np.bincount(row, minlength=int(row.max()) + 1)
     lengths = sizes[rows]
     width = int(lengths.max())
