@@ -31,11 +31,14 @@ def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths:
     """Weighted non-decreasing regression of the rows y[starts[r] : starts[r] + lengths[r]], in place, all rows at
     once (weights are positive: observation counts).
 
-    First POOLING_ROUNDS rounds of pool-adjacent-violators on every row together: a round pools every maximal run of
-    adjacent blocks whose means decrease into one block (a sequence of the algorithm's own pair pools, so the answer
-    is unchanged). A run that rises and then drops takes one round per block to cascade, so the rows still violating
-    after that go, as their blocks, to the min-max formula: fit_i = max over a <= i of min over b >= i of the
-    weighted mean of blocks a..b (Barlow et al. 1972), from cumulative sums, all rows in one padded pass."""
+    First up to POOLING_ROUNDS rounds of pool-adjacent-violators on every row together: a round pools every maximal
+    run of adjacent blocks whose means do not increase into one block (a sequence of the algorithm's own pair pools,
+    plus pools of equal neighbours, which are collinear pieces of the cumulative sum diagram's convex minorant: the
+    answer is unchanged). Pooling equal neighbours too makes a spike followed by a flat run (one blocking interval
+    above zeros, the common case) one round instead of one per block: the bench's rows settle in 4-6 rounds instead
+    of 10-32. A row still violating after that (a run that rises and then drops cascades one block per round) goes,
+    as its blocks, to the min-max formula: fit_i = max over a <= i of min over b >= i of the weighted mean of blocks
+    a..b (Barlow et al. 1972), by pool-adjacent-violators in Python (_min_max_rows)."""
     total = int(lengths.sum())
     if total == 0:
         return
@@ -46,10 +49,11 @@ def _isotonic_rows(y: FloatArray, weight: FloatArray, starts: IntArray, lengths:
     label = np.arange(total)  # each point's block
     for _ in range(POOLING_ROUNDS):
         mean = block_wy / block_w
-        pool = (mean[:-1] > mean[1:]) & (block_row[:-1] == block_row[1:])  # block k pools with block k + 1
-        if not pool.any():
+        same_row = block_row[:-1] == block_row[1:]
+        if not ((mean[:-1] > mean[1:]) & same_row).any():
             y[index] = mean[label]
             return
+        pool = (mean[:-1] >= mean[1:]) & same_row  # block k pools with block k + 1
         first = np.concatenate(([True], ~pool))
         new_block = np.cumsum(first) - 1
         block_w = np.bincount(new_block, weights=block_w)
