@@ -498,11 +498,12 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     # back-off (see DECAY_REFERENCE_S, MIN_DECAY_SCALE).
     sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
     owner = np.repeat(np.arange(n_connections), sizes)
+    points: tuple[IntArray, FloatArray, IntArray] | None = None  # every connection's (w, rate, n) end to end
     if elapsed > 0 and request.exploration_decay > 0 and sizes.any():
         # All connections' points at once (one concatenation, written back as views into it).
         w_all = np.concatenate([c.w for c in connections])
         above = w_all > weights[owner]
-        decaying = np.unique(owner[above]).tolist()
+        decaying = np.flatnonzero(np.bincount(owner[above], minlength=n_connections)).tolist()
         factor = np.ones(n_connections)
         base, span = 1.0 - request.exploration_decay, min(elapsed, 1e6)
         # Scalar powers, as per connection before (same rounding).
@@ -518,11 +519,13 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         for j in decaying:
             connection, start = connections[j], ends[j] - size_list[j]
             connection.rate, connection.n = rate_all[start : ends[j]], n_all[start : ends[j]]
+        points = w_all, rate_all, n_all
     for j in np.flatnonzero(sizes > MAX_POINTS).tolist():
         connection = connections[j]
         # Newest first; among equally recent points the ones nearest the current weight first.
         order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
         connection.keep(np.sort(order[:MAX_POINTS]))
+        points = None
     sent = taken = None
     if request.sent is not None and request.taken is not None:
         sent, taken = request.sent.tolist(), request.taken.tolist()
@@ -539,11 +542,17 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     if no_data and memory.calls > 0:
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
-    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
-    # Every connection's points end to end (row j's are the next sizes[j]): its function, its cluster's pool.
-    point_w = np.concatenate([c.w for c in connections])
-    point_rate = np.concatenate([c.rate for c in connections])
-    point_n = np.concatenate([c.n for c in connections])
+    # Every connection's points end to end (row j's are the next sizes[j]): its function, its cluster's pool. The
+    # decay's concatenation when no connection was trimmed since (the connections' columns are views into it or
+    # hold the same values).
+    if points is None:
+        sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+        points = (
+            np.concatenate([c.w for c in connections]),
+            np.concatenate([c.rate for c in connections]),
+            np.concatenate([c.n for c in connections]),
+        )
+    point_w, point_rate, point_n = points
     fit = fit_rows(point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution)
     table: FloatArray | None = None
 
