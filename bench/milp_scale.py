@@ -147,7 +147,7 @@ def breakdown(body: bytes, time_limit_s: float) -> None:
     for name, seconds in steps:
         print(f"  {name:<40}{seconds:>8.2f} s")
     print(f"  {'total':<40}{sum(s for _, s in steps):>8.2f} s")
-    reserve = post_solve_reserve_s(inst.n_units, inst.n_units)
+    reserve = post_solve_reserve_s(inst.n_units, inst.n_units, inst.n_nodes)
     print(f"  (the service reserves {reserve:.2f} s after the solver for the post-solve steps)")
 
 

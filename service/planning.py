@@ -42,10 +42,18 @@ log = logging.getLogger("trimtab")
 PATH = "/v1/assignment/plan"
 
 # What the statistics, the validator and the serialization cost after the solver, measured on this machine at the
-# maximum sizes (bench/reliability/deadlines.py) with a 2x margin: seconds per unit and per load value.
+# maximum sizes (bench/reliability/deadlines.py) with a 2x margin: seconds per unit, per unit load value and per node
+# load value (nodes x windows: the node series, their variances and correlations are built twice, for the answer's
+# statistics and by the independent validator). Measured 25 Nov 2026 at load 1-2: 10,000 nodes x 12,500 units x 400
+# windows answered in 1.4-2.3 s (4M node values), 400 x 1,220 x 4,096 in 0.4-1.1 s (1.6M), 10,000 x 250,000 x 1 in
+# 0.3-0.7 s. Without the node term the reserve was 1.0 s at the nodes cap and three algorithms overran the deadline.
 POST_SOLVE_BASE_S = 0.05
 POST_SOLVE_PER_UNIT_S = 5e-6
-POST_SOLVE_PER_VALUE_S = 2e-7
+POST_SOLVE_PER_VALUE_S = 1e-7
+POST_SOLVE_PER_NODE_VALUE_S = 5e-7
+# The measured reserve is stretched by 1 / (the share of a core the worker got while parsing), at most 4x.
+CORE_SHARE_MIN_WALL_S = 0.02
+MIN_CORE_SHARE = 0.25
 # Statistics + validator + serialization cost 1.1x to 1.9x the parse + checks of the same request in CPU time at the
 # caps (1.1x for 1,220 units x 4,096 windows, 1.2x for 250,000 units all moved, 1.9x for 10,000 nodes x 400
 # windows), and up to 2.4x in wall time at the nodes cap on a loaded machine (bench/reliability/deadlines.py); 3x
@@ -89,8 +97,22 @@ class PlanJob:
     started: float
 
 
-def post_solve_reserve_s(n_units: int, n_values: int) -> float:
-    return POST_SOLVE_BASE_S + POST_SOLVE_PER_UNIT_S * n_units + POST_SOLVE_PER_VALUE_S * n_values
+def post_solve_reserve_s(n_units: int, n_values: int, n_node_values: int) -> float:
+    """Seconds to keep after the solver for the answer: n_values = units x windows, n_node_values = nodes x windows."""
+    return (
+        POST_SOLVE_BASE_S
+        + POST_SOLVE_PER_UNIT_S * n_units
+        + POST_SOLVE_PER_VALUE_S * n_values
+        + POST_SOLVE_PER_NODE_VALUE_S * n_node_values
+    )
+
+
+def core_share(wall_s: float, cpu_s: float) -> float:
+    """The share of a core this process got over a stretch of CPU-bound work (its CPU time over its wall time), in
+    [MIN_CORE_SHARE, 1]; 1 for stretches too short to tell (under CORE_SHARE_MIN_WALL_S)."""
+    if wall_s < CORE_SHARE_MIN_WALL_S:
+        return 1.0
+    return min(1.0, max(MIN_CORE_SHARE, cpu_s / wall_s))
 
 
 def resolve_time_limit(requested: float | None, settings: Settings) -> float:
@@ -146,8 +168,8 @@ def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None
 
 def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
     """The whole plan request when it is small (see `is_small`), else None (the caller then sends the job to a worker
-    process). The JSON is decoded first and a request that does not name an inline algorithm goes to the worker at
-    once (30 us wasted, not a whole parse); one that does is answered here whatever else it holds, bad input
+    process). A body that does not name an inline algorithm goes to the worker at once (undecoded when no such name
+    appears in it, else after the 30 us decode); one that does is answered here whatever else it holds, bad input
     included: the parse of a body this small is itself small. The same code as `plan_task` from the parse on, so
     both give the same answer (tests/test_service_inline.py)."""
 
@@ -159,7 +181,7 @@ def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
         # escapes goes to the worker too, which answers the same.
         if not any(name in job.body for name in _INLINE_NAMES):
             return None
-        parse_started = time.monotonic()
+        parse_started = (time.monotonic(), time.process_time())
         raw = _decode(job.body)
         if isinstance(raw, WorkerAnswer):
             return raw
@@ -219,12 +241,12 @@ def _guarded(settings: Settings, plan: Callable[[], _Answer]) -> _Answer:
 class _Parsed:
     raw: Any  # the body as plain JSON data: what the independent validator reads
     request: AssignmentRequest
-    parse_started: float
+    parse_started: tuple[float, float]  # (time.monotonic(), time.process_time()) when the parse began
 
 
 def _parse(job: PlanJob) -> _Parsed | WorkerAnswer:
     """The body as JSON data and as the request model, or the 400/422 problem naming what is wrong."""
-    parse_started = time.monotonic()
+    parse_started = (time.monotonic(), time.process_time())
     raw = _decode(job.body)
     return raw if isinstance(raw, WorkerAnswer) else _validate(raw, parse_started)
 
@@ -240,7 +262,7 @@ def _decode(body: bytes) -> Any:
         )
 
 
-def _validate(raw: Any, parse_started: float) -> _Parsed | WorkerAnswer:
+def _validate(raw: Any, parse_started: tuple[float, float]) -> _Parsed | WorkerAnswer:
     """The request model of JSON data, or the 422 problem naming each wrong field."""
     try:
         request = AssignmentRequest.model_validate(raw)
@@ -260,7 +282,7 @@ def _plan(
     raw, request = parsed.raw, parsed.request
     marks = [
         ("receive", job.started),
-        ("parse", parsed.parse_started),
+        ("parse", parsed.parse_started[0]),
     ]  # phase ends, for the Server-Timing header
     marks.append(("check", time.monotonic()))
     errors = reference_errors(request) + size_errors(request, settings)
@@ -272,10 +294,16 @@ def _plan(
     spec = REGISTRY[request.algorithm.name]
     n_values = len(request.units) * _windows(request)
     # What the statistics, the validator and the serialization will take: the measured cost per unit and value on a
-    # quiet machine, or what parsing this very request took times POST_SOLVE_PER_PARSE when that is more (the parse
-    # scales with the same units and values, and carries the machine's current load: 3x slower at load 7 on 2 cores).
-    parse_s = time.monotonic() - marks[1][1]
-    reserve = max(post_solve_reserve_s(len(request.units), n_values), POST_SOLVE_PER_PARSE * parse_s)
+    # quiet machine, stretched by the share of a core this process got while parsing (at load 4 on 2 cores about
+    # half: the answer then takes twice as long), or what parsing this very request took times POST_SOLVE_PER_PARSE
+    # when that is more (the parse scales with the same units and values, and carries the machine's current load).
+    parse_s = time.monotonic() - parsed.parse_started[0]
+    n_node_values = len(request.nodes) * _windows(request)
+    reserve = max(
+        post_solve_reserve_s(len(request.units), n_values, n_node_values)
+        / core_share(parse_s, time.process_time() - parsed.parse_started[1]),
+        POST_SOLVE_PER_PARSE * parse_s,
+    )
     # When that cannot fit before the deadline, say so now (422 naming time_limit_s) rather than burn the worker
     # until it is killed.
     now = time.monotonic()

@@ -357,6 +357,20 @@ def test_a_request_whose_post_solve_work_cannot_fit_is_422_naming_time_limit_s(
     assert "too short" in problem["errors"][0]["msg"]
 
 
+def test_the_post_solve_reserve_counts_node_series_and_stretches_with_a_loaded_core() -> None:
+    # Seen 25 Nov 2026: at the nodes x windows cap (10,000 nodes x 400 windows) the answer took 1.4-2.3 s while the
+    # reserve counted unit values only (1.0 s), and three algorithms ran past time_limit_s + 1 s.
+    from service import planning
+
+    at_nodes_cap = planning.post_solve_reserve_s(12_500, 12_500 * 400, 10_000 * 400)
+    same_units_few_nodes = planning.post_solve_reserve_s(12_500, 12_500 * 400, 100 * 400)
+    assert at_nodes_cap >= 2.3 > same_units_few_nodes
+    assert planning.core_share(1.0, 0.5) == 0.5  # half a core: the answer will take twice as long
+    assert planning.core_share(1.0, 0.01) == planning.MIN_CORE_SHARE  # bounded stretch
+    assert planning.core_share(1.0, 1.2) == 1.0
+    assert planning.core_share(0.001, 0.0) == 1.0  # too short to tell
+
+
 def test_a_plan_answer_names_where_its_time_went() -> None:
     from service import planning
 

@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas.splitter import SplitterModel, _connection_errors, model_errors
 
 URL = "/v1/splitter/weights"
 
@@ -289,3 +293,51 @@ def test_small_calls_run_on_the_event_loop_and_large_ones_on_a_thread(
     assert answer.status_code == 200, answer.text
     assert sum(answer.json()["weights"].values()) == resolution
     assert threaded == [1]
+
+
+@st.composite
+def models(draw: st.DrawFn) -> SplitterModel:
+    """Valid-per-field models, each connection breaking a cross-field rule now and then (ids, ragged columns,
+    weights or points beyond the resolution, duplicate points, taken > sent, points seen after `calls`)."""
+    resolution, calls = draw(st.integers(2, 50)), draw(st.integers(0, 20))
+    connections = []
+    for j in range(draw(st.integers(0, 6))):
+        size = draw(st.integers(0, 5))
+        w = draw(st.lists(st.integers(1, resolution + 2), min_size=size, max_size=size))
+        connections.append(
+            {
+                "id": draw(st.sampled_from([f"c{j}", "c0"])),
+                "cumulative_blocking_s": 0.0,
+                "w": w,
+                "rate": [0.0] * draw(st.sampled_from([size, size, max(size - 1, 0)])),
+                "n": [1] * size,
+                "seen": draw(st.lists(st.integers(0, calls + 1), min_size=size, max_size=size)),
+                "var": draw(st.sampled_from([None, [0.0] * size])),
+                "weight": draw(st.integers(-1, resolution + 1)),
+                "previous_weight": draw(st.integers(-1, resolution + 1)),
+                "tuples_sent": draw(st.sampled_from([None, 5])),
+                "tuples_taken": draw(st.sampled_from([None, 5, 6])),
+            }
+        )
+    return SplitterModel.model_validate(
+        {
+            "version": 3,
+            "resolution": resolution,
+            "observed_at": 0.0,
+            "calls": calls,
+            "connections": connections,
+        }
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(models())
+def test_model_checks_screen_misses_no_rule(model: SplitterModel) -> None:
+    # model_errors tests every rule of a connection at once and names offenders rule by rule only for the
+    # connections that fail: the same errors, in the same order, as the rules one by one on every connection.
+    one_by_one: list[Any] = []
+    ids: set[str] = set()
+    for i, connection in enumerate(model.connections):
+        one_by_one.extend(_connection_errors(model, i, ids))
+        ids.add(connection.id)
+    assert model_errors(model) == one_by_one

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers.splitter import fox
-from solvers.splitter.fox import fox_minimax
+from solvers.splitter.fox import fox_minimax, minimax_at_least
 from solvers.splitter.model import even_split
 
 VECTORISED_DEFAULT = fox.VECTORISED_CELLS_PER_UNIT
@@ -142,3 +142,56 @@ def test_vectorised_fox_is_the_heaps_exact_answer(
         fox.VECTORISED_CELLS_PER_UNIT = VECTORISED_DEFAULT
     assert heap[0].tolist() == vectorised[0].tolist()
     assert heap[1] == vectorised[1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 48),
+    st.integers(1, 600),
+    st.sampled_from([1e-300, 1e-9, 1.0, 1e6, 1e300]),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
+def test_vectorised_fox_on_wide_tables_is_the_heaps_answer(
+    n: int, total: int, scale: float, bounded: bool, seed: int
+) -> None:
+    # Tables wide enough that the vectorised Fox brackets its level by a sample of columns (_level_counts): ties
+    # (integer steps, long flat runs), tiny and huge values, tight and free bounds.
+    rng = np.random.default_rng(seed)
+    steps = rng.integers(0, 3, size=(n, total)) * (rng.random((n, total)) < rng.uniform(0.05, 1.0))
+    values = np.concatenate((rng.integers(0, 3, size=(n, 1)), steps), axis=1).cumsum(axis=1) * scale
+    lower = np.zeros(n, dtype=np.int64)
+    upper = np.full(n, total, dtype=np.int64)
+    if bounded:
+        lower = rng.integers(0, total // n + 1, size=n)
+        upper = np.maximum(lower + rng.integers(0, 2 * total // n + 2, size=n), lower)
+        while upper.sum() < total:
+            upper[int(np.argmin(upper))] += 1
+        upper = np.minimum(upper, total)
+    prefer = rng.integers(0, total + 1, size=n)
+    try:
+        fox.VECTORISED_CELLS_PER_UNIT = 0  # always the heap
+        heap = fox_minimax(values, lower, upper, total, prefer=prefer)
+        fox.VECTORISED_CELLS_PER_UNIT = 10**12  # always vectorised
+        vectorised = fox_minimax(values, lower, upper, total, prefer=prefer)
+    finally:
+        fox.VECTORISED_CELLS_PER_UNIT = VECTORISED_DEFAULT
+    assert heap[0].tolist() == vectorised[0].tolist()
+    assert heap[1] == vectorised[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(), st.data())
+def test_minimax_at_least_is_the_optimum_compared(
+    instance: tuple[np.ndarray, np.ndarray, np.ndarray, int], data: st.DataObject
+) -> None:
+    # The optimum compared with a threshold without solving: thresholds at, between and around the table's values.
+    values, lower, upper, total = instance
+    _, optimum = fox_minimax(values, lower, upper, total)
+    cells = sorted({*values.ravel().tolist(), optimum})
+    threshold = data.draw(
+        st.sampled_from(
+            [*cells, *(np.nextafter(c, np.inf) for c in cells), *(np.nextafter(c, -np.inf) for c in cells)]
+        )
+    )
+    assert minimax_at_least(values, lower, upper, total, threshold) == (optimum >= threshold)

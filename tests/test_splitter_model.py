@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.optimize import isotonic_regression
+from scipy.spatial.distance import pdist
 
-from solvers.splitter.clustering import cluster_connections, fitted_features, function_features
+from solvers.splitter.clustering import cluster_connections, cut_tree_at, fitted_features, function_features
 from solvers.splitter.functions import (
     _isotonic_rows,
     blocking_function,
@@ -21,6 +25,7 @@ from solvers.splitter.functions import (
 from solvers.splitter.model import (
     MAX_POINTS,
     SplitterInput,
+    _least_within,
     blocking_rates,
     update_weights,
 )
@@ -314,3 +319,33 @@ def test_batched_monotone_regression_equals_scipys(rows: list[list[tuple[float, 
     batched = y.copy()
     _isotonic_rows(batched, weight, starts, lengths)
     np.testing.assert_allclose(batched, expected, rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.floats(0.0, 1e300, allow_nan=False, allow_infinity=False),
+    st.floats(1e-300, 1e300, allow_nan=False, allow_infinity=False),
+)
+def test_least_within_noise_is_the_least_such_float(now: float, noise: float) -> None:
+    # The steady gate compares the free optimum with this float instead of solving (minimax_at_least): every x
+    # from it up, and none below it, has now - x <= noise.
+    least = _least_within(now, noise)
+    assert least is not None
+    assert now - least <= noise
+    assert not now - math.nextafter(least, -math.inf) <= noise
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 40), st.sampled_from([0.05, 0.3, math.log(2.0), 2.0]), st.integers(0, 2**32 - 1))
+def test_tree_cut_is_fclusters(n: int, threshold: float, seed: int) -> None:
+    # cut_tree_at replaces scipy's fcluster(criterion="distance") on complete linkage: the same partition, with
+    # ties (features on a coarse grid) and merges exactly at the threshold.
+    rng = np.random.default_rng(seed)
+    features = np.round(rng.random((n, 3)) * rng.choice([0.5, 2.0, 5.0]), int(rng.integers(0, 3)))
+    merges = linkage(pdist(features, metric="chebyshev"), method="complete")
+    ours, theirs = cut_tree_at(merges, threshold), fcluster(merges, t=threshold, criterion="distance")
+    assert (
+        len(set(zip(ours.tolist(), theirs.tolist(), strict=True)))
+        == len(set(ours.tolist()))
+        == len(set(theirs.tolist()))
+    )

@@ -151,6 +151,9 @@ def to_memory(model: SplitterModel) -> SplitterMemory:
     return SplitterMemory(model.resolution, model.observed_at, model.calls, memory, model.reference_rate)
 
 
+NEVER = float("-inf")  # the solver's "no time" (changed_at, held_until), null in the model
+
+
 def model_fields(memory: SplitterMemory) -> dict[str, Any]:
     """The response's `model` as plain data, field for field in SplitterModel's order (its JSON is what
     `SplitterModel.model_dump_json` writes; tests/test_splitter_api.py checks it). No model objects: the values come
@@ -172,10 +175,10 @@ def model_fields(memory: SplitterMemory) -> dict[str, Any]:
                 "var": c.var.tolist(),
                 "weight": c.weight,
                 "previous_weight": c.previous_weight,
-                "changed_at": None if c.changed_at == float("-inf") else c.changed_at,
+                "changed_at": None if c.changed_at == NEVER else c.changed_at,
                 "expected_rate": c.expected_rate,
                 "decay_scale": c.decay_scale,
-                "held_until": None if c.held_until == float("-inf") else c.held_until,
+                "held_until": None if c.held_until == NEVER else c.held_until,
                 "tuples_sent": None if c.sent < 0 else int(c.sent),
                 "tuples_taken": None if c.taken < 0 else int(c.taken),
             }

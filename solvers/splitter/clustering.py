@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
 from solvers.instance import FloatArray, IntArray
@@ -101,8 +101,32 @@ def cluster_by_features(
     members = np.flatnonzero(blocking)
     if len(members) >= 2:
         distances = pdist(features[members], metric="chebyshev")
-        labels[members] = fcluster(linkage(distances, method="complete"), t=threshold, criterion="distance")
+        labels[members] = cut_tree_at(linkage(distances, method="complete"), threshold)
     _, first_seen, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(len(first_seen), dtype=np.int64)
     rank[np.argsort(first_seen, kind="stable")] = np.arange(len(first_seen))
     return rank[inverse.ravel()]
+
+
+def cut_tree_at(merges: FloatArray, threshold: float) -> IntArray:
+    """Flat clusters (labels 0, 1, ...) of a linkage matrix cut at `threshold`: what scipy's `fcluster(merges, threshold,
+    criterion="distance")` returns up to the numbering (tested). A merge joins its two nodes' clusters when the
+    largest merge distance in its subtree is at most the threshold. fcluster validates the matrix first (with
+    array-API helpers), ~0.1 ms of a 64-connection call, 8x its cut; our matrix comes straight from `linkage`."""
+    n = len(merges) + 1
+    parent = list(range(2 * n - 1))
+    height = [0.0] * (2 * n - 1)  # the largest merge distance in each node's subtree
+    for i, (a, b, distance, _) in enumerate(merges.tolist()):
+        a, b = int(a), int(b)
+        height[n + i] = max(distance, height[a], height[b])
+        if height[n + i] <= threshold:
+            parent[a] = parent[b] = n + i
+    labels = []
+    for leaf in range(n):
+        root = leaf
+        while parent[root] != root:
+            root = parent[root]
+        while parent[leaf] != root:  # path compression
+            parent[leaf], leaf = root, parent[leaf]
+        labels.append(root)
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64)  # 0 .. clusters - 1

@@ -18,6 +18,10 @@ Beyond the paper (issue 12: regions whose membership changes in production), eac
 from __future__ import annotations
 
 import functools
+import itertools
+import math
+import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,7 +29,7 @@ import numpy as np
 
 from solvers.instance import FloatArray, IntArray
 from solvers.splitter.clustering import cluster_by_features, fitted_features, function_features
-from solvers.splitter.fox import fox_minimax
+from solvers.splitter.fox import fox_minimax, minimax_at_least
 from solvers.splitter.functions import FittedRows, blocking_functions_flat, fit_rows, select_rows, tabulate
 
 # Raw data points kept per connection; beyond that the least recently observed one is dropped, which bounds the
@@ -324,8 +328,11 @@ def _measure(
         )
     stalled_zero, backlogged = _throughput_evidence(request, memory, connections, known, rates, elapsed)
     point_at = _point_at_weight(connections, weights).tolist()
+    # Python lists: the loop reads one element of each per connection (numpy scalars cost more than the work).
+    weight_list, rate_list = weights.tolist(), rates.tolist()
+    stalled_list, backlogged_list = stalled_zero.tolist(), backlogged.tolist()
     for j in np.flatnonzero(known & (weights > 0)).tolist():
-        connection, w, rate = connections[j], int(weights[j]), float(rates[j])
+        connection, w, rate = connections[j], weight_list[j], rate_list[j]
         # Time at each weight inside the interval: the weight we returned at the previous call came into force
         # then; its first TRANSITION_S seconds belong to the change, not to w.
         changed_now = (
@@ -344,7 +351,7 @@ def _measure(
         if on_probation:
             noise = max(NOISE_RATE, NOISE_SHARE * connection.expected_rate)
             if rate > BLOCKED_AGAIN_FACTOR * connection.expected_rate + noise or (
-                backlogged[j] and connection.previous_weight == 0
+                backlogged_list[j] and connection.previous_weight == 0
             ):
                 connection.decay_scale = max(connection.decay_scale / 2, MIN_DECAY_SCALE)
                 if request.steady:
@@ -358,7 +365,7 @@ def _measure(
             ):
                 connection.decay_scale = min(connection.decay_scale * 2, 1.0)
                 connection.previous_weight = w
-        if not stalled_zero[j] and (credit > 0.0 or point_at[j] < 0):
+        if not stalled_list[j] and (credit > 0.0 or point_at[j] < 0):
             connection.smooth_in(w, rate, call, max(credit, 1e-3), point_at[j])
     return True
 
@@ -491,15 +498,16 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
     # back-off (see DECAY_REFERENCE_S, MIN_DECAY_SCALE).
     sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
     owner = np.repeat(np.arange(n_connections), sizes)
+    points: tuple[IntArray, FloatArray, IntArray] | None = None  # every connection's (w, rate, n) end to end
     if elapsed > 0 and request.exploration_decay > 0 and sizes.any():
         # All connections' points at once (one concatenation, written back as views into it).
         w_all = np.concatenate([c.w for c in connections])
         above = w_all > weights[owner]
-        decaying = np.unique(owner[above]).tolist()
+        decaying = np.flatnonzero(np.bincount(owner[above], minlength=n_connections)).tolist()
         factor = np.ones(n_connections)
-        for j in decaying:  # scalar powers, as per connection before (same rounding)
-            exponent = connections[j].decay_scale * min(elapsed, 1e6) / DECAY_REFERENCE_S
-            factor[j] = (1.0 - request.exploration_decay) ** exponent
+        base, span = 1.0 - request.exploration_decay, min(elapsed, 1e6)
+        # Scalar powers, as per connection before (same rounding).
+        factor[decaying] = [base ** (connections[j].decay_scale * span / DECAY_REFERENCE_S) for j in decaying]
         rate_all = np.concatenate([c.rate for c in connections])
         n_all = np.concatenate([c.n for c in connections])
         rate_all[above] *= factor[owner[above]]
@@ -507,30 +515,44 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         # point (gain 1/2), so a re-exploration that blocks again shows at once.
         n_all[above & (n_all > 1)] = 1
         ends = np.cumsum(sizes).tolist()
+        size_list = sizes.tolist()
         for j in decaying:
-            part = slice(ends[j] - int(sizes[j]), ends[j])
-            connections[j].rate, connections[j].n = rate_all[part], n_all[part]
+            connection, start = connections[j], ends[j] - size_list[j]
+            connection.rate, connection.n = rate_all[start : ends[j]], n_all[start : ends[j]]
+        points = w_all, rate_all, n_all
     for j in np.flatnonzero(sizes > MAX_POINTS).tolist():
         connection = connections[j]
         # Newest first; among equally recent points the ones nearest the current weight first.
         order = np.lexsort((np.abs(connection.w - weights[j]), -connection.seen))
         connection.keep(np.sort(order[:MAX_POINTS]))
-    for j, connection in enumerate(connections):
-        if measured or not known[j]:
-            connection.counter = float(counters[j])
+        points = None
+    sent = taken = None
+    if request.sent is not None and request.taken is not None:
+        sent, taken = request.sent.tolist(), request.taken.tolist()
+    for j, (connection, counter, was_known) in enumerate(
+        zip(connections, counters.tolist(), known.tolist(), strict=True)
+    ):
+        if measured or not was_known:
+            connection.counter = counter
             connection.sent = connection.taken = -1.0
-            if request.sent is not None and request.taken is not None:
-                connection.sent, connection.taken = float(request.sent[j]), float(request.taken[j])
+            if sent is not None and taken is not None:
+                connection.sent, connection.taken = sent[j], taken[j]
 
     no_data = [cid for cid, c in zip(request.ids, connections, strict=True) if len(c.w) == 0]
     if no_data and memory.calls > 0:
         notes.append(f"no blocking data yet for: {_named(no_data)}")
 
-    sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
-    # Every connection's points end to end (row j's are the next sizes[j]): its function, its cluster's pool.
-    point_w = np.concatenate([c.w for c in connections])
-    point_rate = np.concatenate([c.rate for c in connections])
-    point_n = np.concatenate([c.n for c in connections])
+    # Every connection's points end to end (row j's are the next sizes[j]): its function, its cluster's pool. The
+    # decay's concatenation when no connection was trimmed since (the connections' columns are views into it or
+    # hold the same values).
+    if points is None:
+        sizes = np.fromiter((len(c.w) for c in connections), dtype=np.int64, count=n_connections)
+        points = (
+            np.concatenate([c.w for c in connections]),
+            np.concatenate([c.rate for c in connections]),
+            np.concatenate([c.n for c in connections]),
+        )
+    point_w, point_rate, point_n = points
     fit = fit_rows(point_w.astype(np.float64), point_rate, point_n.astype(np.float64), sizes, resolution)
     table: FloatArray | None = None
 
@@ -562,57 +584,76 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         labels = np.arange(n_connections)
     # Members of each cluster in index order (a stable sort by label, cut where the label changes).
     by_label = np.argsort(labels, kind="stable")
-    cuts = np.flatnonzero(np.diff(labels[by_label])) + 1
-    clusters = [m.tolist() for m in np.split(by_label, cuts)]
+    cuts = [0, *(np.flatnonzero(np.diff(labels[by_label])) + 1).tolist(), n_connections]
+    members = by_label.tolist()
+    clusters = [members[a:b] for a, b in itertools.pairwise(cuts)]
 
     cluster_values: FloatArray | None = None
-    # The answer of the gate's solve (connection or cluster weights): the bounded solve has the same lower bounds
-    # and tighter upper ones, and when that answer satisfies them it is the bounded answer too (Fox hands out the
-    # smallest keys among the candidate cells; a subset of cells that holds all of them yields the same), so Fox
-    # does not run again.
-    looser: IntArray | None = None
 
-    def fox_within(table: FloatArray, lo: IntArray, up: IntArray, prefer: IntArray) -> tuple[IntArray, float]:
-        nonlocal looser
-        if looser is not None and np.all(looser <= up):
-            return looser, float(table[np.arange(len(looser)), looser].max())
-        looser, optimum = fox_minimax(table, lo, up, resolution, prefer=prefer)
-        return looser, optimum
+    def fox(table: FloatArray, lo: IntArray, up: IntArray, prefer: IntArray) -> tuple[IntArray, float]:
+        return fox_minimax(table, lo, up, resolution, prefer=prefer)
 
     def solve(lo: IntArray, up: IntArray) -> tuple[IntArray, float, FloatArray, FloatArray]:
         if len(clusters) == n_connections:
             rows = np.arange(n_connections)
             values = connection_values()
-            solved, optimum = fox_within(values, lo, up, weights)
+            solved, optimum = fox(values, lo, up, weights)
             return solved, optimum, values[rows, solved], values[rows, weights]
+        return _solve_clustered(clusters, labels, clustered_values(), weights, lo, up, fox)
+
+    def clustered_values() -> FloatArray:
         nonlocal cluster_values
-        if cluster_values is None:  # built once: the gate's solve and the bounded one share it
+        if cluster_values is None:  # built once: the gate's solves and the bounded one share it
             cluster_values = _cluster_functions(
                 clusters, labels, (point_w, point_rate, point_n, sizes), fit, resolution
             )
-        return _solve_clustered(clusters, labels, cluster_values, weights, lo, up, fox_within)
+        return cluster_values
+
+    def rates_now() -> FloatArray:
+        """Per connection, the predicted blocking rate at the current weights (its cluster's at the cluster's
+        current total), as `solve` returns it."""
+        if len(clusters) == n_connections:
+            return connection_values()[np.arange(n_connections), weights]
+        totals = np.bincount(labels, weights=weights, minlength=len(clusters)).astype(np.int64)
+        return clustered_values()[np.arange(len(clusters)), totals][labels]
+
+    def free_within_noise(up: IntArray, now: float, noise: float) -> bool:
+        """now - (the optimum within lower..up) <= noise, as the solve would decide it, without solving: the
+        optimum is compared with the least float x for which now - x <= noise (minimax_at_least)."""
+        least = _least_within(now, noise)
+        if least is None:  # not finite: solve
+            return now - solve(lower, up)[1] <= noise
+        if len(clusters) == n_connections:
+            return minimax_at_least(connection_values(), lower, up, resolution, least)
+        per_cluster = functools.partial(np.bincount, labels, minlength=len(clusters))
+        return minimax_at_least(
+            clustered_values(),
+            per_cluster(weights=lower).astype(np.int64),
+            per_cluster(weights=up).astype(np.int64),
+            resolution,
+            least,
+        )
 
     # Steady weights: keep the current ones unless the model's optimum is better by more than the noise (and they
     # are within the bounds: no newcomer waits for its probe). The gain is judged without the evidence limit on
     # rises (a probe-sized step toward a much better split is worth taking; it is the size of the step, not the
-    # decision to move, that evidence limits). The free optimum is never worse than the bounded one, so one solve
-    # decides, and a second one (bounded) runs only when the weights move.
+    # decision to move, that evidence limits), and the weights then move to the bounded optimum. The free optimum
+    # is never worse than the bounded one, so the bounded solve runs first: a gain beyond the noise there is one in
+    # the free problem, and the free solve runs only when it is not (a quarter to a third of the calls, and it is
+    # the costlier one: every weight up to the resolution is a candidate).
     solved = None
     if request.steady and memory.calls > 0 and np.all((weights >= lower) & (weights <= upper)):
-        free_upper = (
-            upper
-            if request.max_change is not None
-            else np.where(upper > weights, resolution, upper)  # a held connection stays held
-        )
-        solved = solve(lower, free_upper)
-        current = solved[3]
+        current = rates_now()
         now = float(current.max())
         worst = int(current.argmax())
         spread = min(connections[worst].standard_error(int(weights[worst])), now / 2)
-        if now - solved[1] <= max(NOISE_RATE, NOISE_SHARE * now, spread):
+        noise = max(NOISE_RATE, NOISE_SHARE * now, spread)
+        solved = solve(lower, upper)
+        if now - solved[1] <= noise and (
+            request.max_change is not None  # the bounds are the free ones
+            or free_within_noise(np.where(upper > weights, resolution, upper), now, noise)  # a held one stays
+        ):
             solved = (weights.copy(), now, current, current)
-        elif request.max_change is None:
-            solved = None
     new_weights, predicted, expected, _ = solved if solved is not None else solve(lower, upper)
 
     for connection, w, before, rate in zip(
@@ -629,6 +670,39 @@ def update_weights(request: SplitterInput, memory: SplitterMemory | None) -> Spl
         memory.observed_at = request.observed_at
     memory.calls = call
     return SplitterResult(new_weights, memory, clusters, min(predicted, MAX_BLOCKING_RATE), notes)
+
+
+def _least_within(now: float, noise: float) -> float | None:
+    """The least float x with now - x <= noise (floating-point subtraction is monotone in x, so those x are all
+    floats from it up), or None when there is none to find (now or noise not finite, noise negative)."""
+    if not (math.isfinite(now) and math.isfinite(noise)) or not now - now <= noise:
+        return None
+    guess = now - noise
+    if now - guess <= noise and not now - math.nextafter(guess, -math.inf) <= noise:
+        return guess  # the rounding of now - noise is usually exact enough
+    # Bisection over the floats in order (their bit patterns, negatives mirrored) between a float outside and now.
+    outside = now - 2.0 * noise if math.isfinite(now - 2.0 * noise) else -sys.float_info.max
+    if now - outside <= noise:
+        return None
+    low, high = _float_order(outside), _float_order(now)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if now - _order_float(middle) <= noise:
+            high = middle
+        else:
+            low = middle
+    return _order_float(high)
+
+
+def _float_order(x: float) -> int:
+    """An integer that orders floats as their values (-0.0 and 0.0 alike)."""
+    bits = int.from_bytes(struct.pack("<d", x), "little", signed=True)
+    return bits if bits >= 0 else -(bits & (2**63 - 1))
+
+
+def _order_float(order: int) -> float:
+    bits = order if order >= 0 else -order | -(2**63)
+    return float(struct.unpack("<d", bits.to_bytes(8, "little", signed=True))[0])
 
 
 def _cluster_functions(
