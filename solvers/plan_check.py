@@ -389,7 +389,10 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     staying_before_list = [n in nodes and n not in draining for n in all_nodes]
     staying_after = ~(draining_mask | removed_mask | marked_mask)
     if windows == 1 and n_units <= SMALL_UNITS and any(staying_before_list) and staying_after.any():
-        # A small plan of single loads: on Python lists (numpy's per-call overhead would be most of the time).
+        # A small plan of single loads: on Python lists (numpy's per-call overhead would be most of the time). A
+        # series of one window is a single load.
+        if loads and isinstance(loads[0], list):
+            loads = [series[0] for series in loads]
         total_load = math.fsum(loads)
         before = _single_load_stats(
             loads, total_load, where_before.tolist(), capacity_list, staying_before_list
