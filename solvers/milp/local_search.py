@@ -780,10 +780,16 @@ class LocalSearch:
             score -= np.maximum(np.abs(after_src) - band, 0) + np.maximum(np.abs(after_dst) - band, 0)
             ok &= (landed >= 0) & (score > TOLERANCE)
         good = np.flatnonzero(ok)
-        good = good[self.within_budget(*self.budget_delta(units[good], dests[good]))]
+        delta_n, delta_c = self.budget_delta(units[good], dests[good])
+        fits = self.within_budget(delta_n, delta_c)
+        good, delta_c = good[fits], delta_c[fits]
         if not len(good):
             return False
-        best = good[score[good] >= score[good].max() - (0.0 if landing else TOLERANCE)]
+        top = score[good] >= score[good].max() - (0.0 if landing else TOLERANCE)
+        best, delta_c = good[top], delta_c[top]
+        if self.inst.max_migration_cost is not None and len(best) > 1:
+            # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
+            best = best[delta_c <= np.quantile(delta_c, 0.25)]
         order = rng.permutation(best)
         for i in order[:RESOURCE_TRIES].tolist():
             if self.resources.fits(int(units[i]), int(dests[i])):

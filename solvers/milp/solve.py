@@ -62,7 +62,13 @@ PERTURBATION_UNITS = 32
 # drawn from FILL_BAND (from a local optimum of flights-year 40n K30 at 0.188: a better plan in 3 % of the repairs
 # with a band at 1.0-1.15 times d, 0.5 % at 0.8, none at 0.6).
 FILL_BAND = (0.95, 1.15)
-FILL_SHARE = 0.7  # of the perturbations' time, for those repaired by the band repair first
+FILL_SHARE = 0.7  # of the perturbations' time, for those repaired by the band repair first, at the start
+FILL_SHARE_RANGE = (0.3, 0.85)
+# Under cost budgets (prior share, lowest share): measured over 5 cost snapshots, 6 seeds, the band repair at a
+# prior of 0.7 (0.3) lowered flights-year 40n cost 2 % 1.358 -> 1.358 (1.303) and raised the 2,048-key-group
+# snapshot 1.020 -> 1.197 (1.200), where only ~30 repairs fit in a second: it starts with a small share there.
+FILL_SHARE_COST = (0.3, 0.1)
+FILL_PRIOR_S = 0.02  # seconds counted in advance for each kind of repair (with FILL_SHARE's wins)
 FILL_STEPS_PER_NODE = 4  # cap on the band repair's moves (each lands a node or takes excess off: it ends anyway)  # migrations sent home by one perturbation at most
 MODEL_SHARE_MIN = 0.15  # of the rounds' time, for move-model rounds however rarely they improve the plan
 # Share of the bound's threshold within which the first bisection stops (a 0.1 % higher threshold for the aimed
@@ -289,7 +295,9 @@ class _Rounds:
         self.absolute_gap = 0.0  # points (residual_gap times the current plan's distance)
         self.perturbation_s = self.model_s = 0.0  # time spent in each kind of round
         self.perturbation_wins = self.model_wins = 0  # rounds of each kind that improved the best plan
-        self.fill_s = self.plain_s = 0.0  # time spent in perturbations repaired by fill_band / the descent alone
+        # Time spent in perturbations repaired by fill_band first / by the descent alone, and their improvements.
+        self.fill_s = self.plain_s = 0.0
+        self.fill_wins = self.plain_wins = 0
         self.by_size: IntArray | None = None  # movable units by load (the band repair's size windows)
         self.counts_for_stall = True
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
@@ -336,8 +344,16 @@ class _Rounds:
         size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(*PERTURBATION_SHARE) * len(migrated))))
         trial = LocalSearch(inst, best.search.assignment, self.start)
         trial.send_home(rng.choice(migrated, size=size, replace=False))
-        # The repair: the band repair then the descent, or the descent alone, in FILL_SHARE of the time.
-        fill = self.fill_s <= FILL_SHARE * (self.fill_s + self.plain_s)
+        # The repair: the band repair then the descent, or the descent alone. The band repair's share of the time
+        # follows the two kinds' improvements per second (FILL_SHARE counted in advance), within FILL_SHARE_RANGE:
+        # when the budget is all that is hard (count budgets near the nodes to fix) it finds most improvements,
+        # when time is short for the instance (2,048 key groups under a cost budget, 30 repairs a second) the
+        # cheaper descent alone does.
+        prior, low = (FILL_SHARE, FILL_SHARE_RANGE[0]) if inst.max_migration_cost is None else FILL_SHARE_COST
+        rate_fill = (self.fill_wins + prior) / (self.fill_s + FILL_PRIOR_S)
+        rate_plain = (self.plain_wins + 1 - prior) / (self.plain_s + FILL_PRIOR_S)
+        share = float(np.clip(rate_fill / (rate_fill + rate_plain), low, FILL_SHARE_RANGE[1]))
+        fill = self.fill_s <= share * (self.fill_s + self.plain_s)
         # Units back on a draining node must leave it first: the descent's business (the band repair only lands
         # staying nodes, and measured with 5 draining nodes it spent the budget elsewhere: 1.80 -> 1.99).
         fill &= not bool((~inst.active[trial.assignment[inst.movable]]).any())
@@ -347,7 +363,9 @@ class _Rounds:
                 units = np.flatnonzero(inst.movable)
                 self.by_size = units[np.argsort(inst.load[units], kind="stable")]
             band = best.key[0] * rng.uniform(*FILL_BAND)
-            trial.fill_band(band, rng, self.deadline, FILL_STEPS_PER_NODE * len(trial.active_nodes), self.by_size)
+            trial.fill_band(
+                band, rng, self.deadline, FILL_STEPS_PER_NODE * len(trial.active_nodes), self.by_size
+            )
         trial.descend(self.deadline, DESCENT_STEPS)
         name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
         self.perturbations += 1
@@ -355,8 +373,10 @@ class _Rounds:
         spent = time.perf_counter() - started
         if fill:
             self.fill_s += spent
+            self.fill_wins += int(improved)
         else:
             self.plain_s += spent
+            self.plain_wins += int(improved)
         return improved
 
     def _model_round(
