@@ -30,7 +30,13 @@ HELD_OUT: dict[str, dict[str, Any]] = {
     "zipf0.8 seed 3 40n K30": {"keys": "zipf", "exponent": 0.8, "zipf_seed": 3, "nodes": 40, "K": 30},
     "zipf0.9 seed 5 60n K45": {"keys": "zipf", "exponent": 0.9, "zipf_seed": 5, "nodes": 60, "K": 45},
     "year 30n cost 1.5 %": {"keys": "year", "nodes": 30, "cost": 0.015},
-    "zipf0.8 seed 3 50n cost 3 %": {"keys": "zipf", "exponent": 0.8, "zipf_seed": 3, "nodes": 50, "cost": 0.03},
+    "zipf0.8 seed 3 50n cost 3 %": {
+        "keys": "zipf",
+        "exponent": 0.8,
+        "zipf_seed": 3,
+        "nodes": 50,
+        "cost": 0.03,
+    },
     "year 2048 kg 40n cost 2 %": {"keys": "year", "groups": 2048, "nodes": 40, "cost": 0.02},
     "year 40n K60 4 draining": {"keys": "year", "nodes": 40, "K": 60, "draining": 4, "seed": 7},
 }
@@ -94,7 +100,9 @@ def main() -> None:
         if len(means) == 2:
             ratios.append(means[1] / means[0])
     if ratios:
-        print(f"geometric mean of the ratio this tree / baseline: {float(np.exp(np.mean(np.log(ratios)))):.3f}")
+        print(
+            f"geometric mean of the ratio this tree / baseline: {float(np.exp(np.mean(np.log(ratios)))):.3f}"
+        )
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 
