@@ -10,8 +10,9 @@ Steps, all inside the call's time limit (see docs/milp.md):
    with the best plan as a hint; it is the whole problem (every staying node, every movable unit, draining homes as
    refunds), so its proof is a proof.
 5. Otherwise (and after an unproven full model), rounds until the deadline, the gap, or a stall: iterated
-   perturbation (send a share of the migrations home, descend again) and short move-model rounds around the best
-   plan on neighbourhoods of extreme nodes, random nodes, and the home nodes of migrated units.
+   perturbation (send a share of the migrations home, then the band repair and the descent, or the descent alone)
+   and short move-model rounds around the best plan on neighbourhoods of extreme nodes, random nodes, and the home
+   nodes of migrated units.
 """
 
 from __future__ import annotations
