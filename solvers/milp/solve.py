@@ -357,13 +357,13 @@ class _Rounds:
         rate_plain = (self.plain_wins + 1 - prior) / (self.plain_s + FILL_PRIOR_S)
         share = float(np.clip(rate_fill / (rate_fill + rate_plain), low, FILL_SHARE_RANGE[1]))
         fill = self.fill_s <= share * (self.fill_s + self.plain_s)
-        # Units back on a draining node must leave it first: the descent's business (the band repair only lands
-        # staying nodes, and measured with 5 draining nodes it spent the budget elsewhere: 1.80 -> 1.99).
-        fill &= not bool((~inst.active[trial.assignment[inst.movable]]).any())
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
         fill &= inst.max_migrations is not None or inst.max_migration_cost is not None
         fill &= self.by_size is not None or time.perf_counter() + 20 * self.setup_s < self.deadline
+        # Units back on a draining node must leave it first: the descent's business (the band repair only lands
+        # staying nodes, and measured with 5 draining nodes it spent the budget elsewhere: 1.80 -> 1.99).
+        fill = fill and not bool((~inst.active[trial.assignment[inst.movable]]).any())
         started = time.perf_counter()
         if fill:
             if self.by_size is None:
