@@ -8,6 +8,8 @@ complete hint and no gap limit. The better plan is the best known; the larger of
     python -m bench.milp_skew_best [--milp-seconds 30] [--cpsat-seconds 90] [--only NAME] [--seeds 1]
 
 With --seeds N, solve_milp runs with seeds 0..N-1 (the search is randomized) and the best plan is the warm start.
+The plan itself is kept beside its numbers ("moves": key-group index -> node index, the units away from their
+current node), so a best known plan can be checked and studied (`plan_of`); entries without it are older.
 """
 
 from __future__ import annotations
@@ -16,16 +18,28 @@ import argparse
 import json
 import os
 import time
+from typing import Any
 
 import numpy as np
 
 from bench.milp_skew import BEST_KNOWN, family
+from solvers.instance import AssignmentInstance
 from solvers.milp import solve_milp
 from solvers.milp.bounds import load_distance_lower_bound
 from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.model import build_move_model
 
 FULL_MOVES = 200_000
+
+
+def plan_of(inst: AssignmentInstance, entry: dict[str, Any]) -> np.ndarray | None:
+    """The best known plan of an entry of bench/milp_skew_best.json (None when only its numbers were kept)."""
+    if "moves" not in entry:
+        return None
+    plan = inst.current.copy()
+    for unit, node in entry["moves"].items():
+        plan[int(unit)] = node
+    return plan
 
 
 def main() -> None:
@@ -64,6 +78,7 @@ def main() -> None:
                 bound = max(bound, result.bound_d)
             proven = proven or (result.proven_optimal and source.startswith("CP-SAT"))
         entry = {
+            "moves": {str(k): int(best[k]) for k in np.flatnonzero(best != inst.current).tolist()},
             "load_distance": round(inst.load_distance(best), 6),
             "bound": round(min(bound, inst.load_distance(best)), 6),
             "proven_optimal": proven,

@@ -378,6 +378,68 @@ def test_ejection_chains_and_twins_keep_every_rule_and_lower_the_worst_node() ->
     assert found > 0 and twins > 0
 
 
+def test_the_band_repair_keeps_every_rule_and_never_pushes_a_node_out_of_the_band() -> None:
+    """The band repair after a perturbation (LocalSearch.fill_band), on random small clusters with a spent count or
+    cost budget, draining nodes, pins, mixed capacities and a resource cap: within the budget, no pinned unit moved,
+    no unit on a draining node but its home, every receiving node within the utilization and resource caps, never
+    more staying nodes outside the band than before, within its step cap; and it does land nodes."""
+    rng = np.random.default_rng(11)
+    landed = 0
+    for _ in range(300):
+        n, u = int(rng.integers(3, 8)), int(rng.integers(6, 24))
+        cost = bool(rng.integers(2))
+        inst = instance(
+            rng.choice([1.0, 2.0, 3.0, 5.0, 0.5, 0.25], size=u).tolist(),
+            rng.integers(0, n, size=u).tolist(),
+            rng.choice([100.0, 200.0], size=n).tolist(),
+            draining=[bool(rng.random() < 0.2) and i == n - 1 for i in range(n)],
+            pinned=(rng.random(u) < 0.2).tolist(),
+            state=rng.choice([1.0, 2.0, 0.5], size=u).tolist(),
+            max_migrations=None if cost else int(rng.integers(1, 6)),
+            max_migration_cost=float(rng.choice([1.0, 2.5, 4.0])) if cost else None,
+            usage=rng.choice([0.0, 1.0, 3.0], size=(u, 1)).tolist(),
+            resource_capacity=[[float(rng.choice([4.0, 8.0, np.inf]))] for _ in range(n)],
+        )
+        search = LocalSearch(inst, budget_spent_at_random(inst, rng), inst.current)
+        migrated = np.flatnonzero(search.migrated_mask())
+        if len(migrated):
+            search.send_home(rng.choice(migrated, size=max(1, len(migrated) // 2), replace=False))
+        before = search.assignment.copy()
+        band = search.distance() * float(rng.uniform(0.2, 1.2))
+        outside = int(np.sum(np.abs(search.util[search.active_nodes] - search.mean) > band))
+        search.fill_band(band, rng, time.perf_counter() + 5.0, 4 * n)
+        after = search.assignment
+        assert inst.within_budget(after)
+        assert (after[inst.pinned] == inst.current[inst.pinned]).all()
+        assert not ((after != inst.current) & inst.draining[after]).any()
+        util = inst.utilization(after)
+        received = np.unique(after[after != before])
+        assert (util[received] <= inst.utilization_cap() * (1 + 1e-9)).all()
+        usage = np.bincount(after, weights=inst.resource_usage[:, 0], minlength=n)
+        was = np.bincount(inst.current, weights=inst.resource_usage[:, 0], minlength=n)
+        cap = np.maximum(inst.resource_capacity[:, 0], was)
+        assert (usage[received] <= cap[received] + 1e-9).all()
+        now = int(np.sum(np.abs(util[inst.active] - inst.mean_utilization) > band))
+        assert now <= outside
+        assert abs(search.distance() - inst.load_distance(after)) < 1e-6
+        landed += outside - now
+    assert landed > 0
+
+
+def test_the_band_repair_lands_every_node_with_exact_fits() -> None:
+    """Four nodes at +3, -3, +2 and -2 points with units of exactly those sizes and a budget of two moves: the band
+    repair lands every node (the two moves that each land two nodes), where a move of a wrong size would leave the
+    budget short."""
+    loads = [3.0, 50.0, 47.0, 2.0, 50.0, 48.0]
+    current = [0, 0, 1, 2, 2, 3]
+    inst = instance(loads, current, [100.0] * 4, max_migrations=2)
+    search = LocalSearch(inst, inst.current, inst.current)
+    assert search.distance() == pytest.approx(3.0)
+    search.fill_band(0.01, np.random.default_rng(0), time.perf_counter() + 5.0, 16)
+    assert search.distance() == pytest.approx(0.0, abs=1e-9)
+    assert search.used_moves == 2
+
+
 def _throughput_snapshot(seed: int) -> AssignmentInstance:
     """A snapshot of the throughput bench (10 nodes x 100 units, budget 10): the full model has 900 booleans."""
     from bench.reliability.throughput import snapshot
