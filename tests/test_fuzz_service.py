@@ -142,7 +142,7 @@ def valid_snapshots(draw: st.DrawFn) -> Body:
     if with_resources:
         for node in nodes:
             node["resources"] = {"mem": draw(st.sampled_from([10.0, 100.0, 1e6]))}
-    windows = draw(st.integers(2, 6)) if name in NEEDS_SERIES or draw(st.booleans()) else None
+    windows = draw(st.integers(1, 6)) if name in NEEDS_SERIES or draw(st.booleans()) else None
     units: list[Body] = []
     for k in range(draw(st.integers(1, 16))):
         unit: Body = {"id": f"u{k}"}
