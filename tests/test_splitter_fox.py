@@ -133,6 +133,13 @@ def test_vectorised_fox_is_the_heaps_exact_answer(
     prefer = np.asarray(
         data.draw(st.lists(st.integers(0, values.shape[1] - 1), min_size=len(values), max_size=len(values)))
     )
+    assert_heap_equals_vectorised(values, lower, upper, total, prefer)
+
+
+def assert_heap_equals_vectorised(
+    values: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: int, prefer: np.ndarray
+) -> None:
+    """Fox by the heap and by the vectorised path: the same weights and the same optimum."""
     try:
         fox.VECTORISED_CELLS_PER_UNIT = 0  # always the heap
         heap = fox_minimax(values, lower, upper, total, prefer=prefer)
@@ -169,15 +176,7 @@ def test_vectorised_fox_on_wide_tables_is_the_heaps_answer(
             upper[int(np.argmin(upper))] += 1
         upper = np.minimum(upper, total)
     prefer = rng.integers(0, total + 1, size=n)
-    try:
-        fox.VECTORISED_CELLS_PER_UNIT = 0  # always the heap
-        heap = fox_minimax(values, lower, upper, total, prefer=prefer)
-        fox.VECTORISED_CELLS_PER_UNIT = 10**12  # always vectorised
-        vectorised = fox_minimax(values, lower, upper, total, prefer=prefer)
-    finally:
-        fox.VECTORISED_CELLS_PER_UNIT = VECTORISED_DEFAULT
-    assert heap[0].tolist() == vectorised[0].tolist()
-    assert heap[1] == vectorised[1]
+    assert_heap_equals_vectorised(values, lower, upper, total, prefer)
 
 
 @settings(max_examples=300, deadline=None)

@@ -35,13 +35,8 @@ def fox_minimax(
     allocation (sum lower > total or sum upper < total).
     """
     n_columns, width = values.shape
-    weights = np.asarray(lower, dtype=np.int64).copy()
-    upper = np.minimum(np.asarray(upper, dtype=np.int64), width - 1)
-    if np.any(weights < 0) or np.any(weights > upper):
-        raise ValueError("every column needs 0 <= lower <= upper")
-    remaining = total - int(weights.sum())
-    if remaining < 0 or int(upper.sum()) < total:
-        raise ValueError(f"bounds admit no allocation summing to {total}")
+    weights, upper, remaining = _checked_bounds(values, lower, upper, total)
+    weights = weights.copy()
     preferred = np.zeros(n_columns, dtype=np.int64) if prefer is None else np.asarray(prefer, dtype=np.int64)
 
     if remaining == 0:
@@ -76,6 +71,21 @@ def fox_minimax(
     return weights, _objective(values, weights)
 
 
+def _checked_bounds(
+    values: FloatArray, lower: IntArray, upper: IntArray, total: int
+) -> tuple[IntArray, IntArray, int]:
+    """The bounds as int64 arrays (upper capped at the table's last column) and the units left above the lower
+    bounds; ValueError when the bounds admit no allocation summing to `total`."""
+    lower = np.asarray(lower, dtype=np.int64)
+    upper = np.minimum(np.asarray(upper, dtype=np.int64), values.shape[1] - 1)
+    if np.any(lower < 0) or np.any(lower > upper):
+        raise ValueError("every column needs 0 <= lower <= upper")
+    remaining = total - int(lower.sum())
+    if remaining < 0 or int(upper.sum()) < total:
+        raise ValueError(f"bounds admit no allocation summing to {total}")
+    return lower, upper, remaining
+
+
 def minimax_at_least(
     values: FloatArray, lower: IntArray, upper: IntArray, total: int, threshold: float
 ) -> bool:
@@ -85,14 +95,8 @@ def minimax_at_least(
     the candidate cells (lower_j < w <= upper_j): Fox hands out the remaining smallest cells, so it is at least the
     threshold exactly when a lower bound's value is, or when fewer than `remaining` candidates lie below it. One
     pass over the table instead of a solve. Same errors as fox_minimax on bounds that admit no allocation."""
-    n_columns, width = values.shape
-    lower = np.asarray(lower, dtype=np.int64)
-    upper = np.minimum(np.asarray(upper, dtype=np.int64), width - 1)
-    if np.any(lower < 0) or np.any(lower > upper):
-        raise ValueError("every column needs 0 <= lower <= upper")
-    remaining = total - int(lower.sum())
-    if remaining < 0 or int(upper.sum()) < total:
-        raise ValueError(f"bounds admit no allocation summing to {total}")
+    n_columns = values.shape[0]
+    lower, upper, remaining = _checked_bounds(values, lower, upper, total)
     if not n_columns:
         return threshold <= 0.0  # fox_minimax's optimum of no columns
     if float(values[np.arange(n_columns), lower].max()) >= threshold:
