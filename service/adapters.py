@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, ne
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,7 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
     # Traffic names units: index them only when there is traffic.
     unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if request.traffic else {}
     return AssignmentInstance(
-        node_ids=tuple(n.id for n in request.nodes),
+        node_ids=tuple(map(attrgetter("id"), request.nodes)),
         capacity=np.array([n.capacity for n in request.nodes], dtype=np.float64),
         draining=np.array([n.draining for n in request.nodes], dtype=np.bool_),
         unit_ids=unit_ids,
@@ -106,9 +106,8 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
         where, current = assignment.tolist(), instance.current.tolist()
         held = set(where)
         drained = [i for i, drains in enumerate(instance.draining.tolist()) if drains and i not in held]
-        moved_units = [
-            k for k, (now, was) in enumerate(zip(where, current, strict=True)) if was >= 0 and now != was
-        ]
+        # the units on another node now (a C-level scan), of them the ones placed before
+        moved_units = [k for k in compress(range(len(where)), map(ne, where, current)) if current[k] >= 0]
         sizes = instance.state_size.tolist()
         cost = pairwise_sum([sizes[k] for k in moved_units])
         load_moved = pairwise_sum([instance.load_values[k] for k in moved_units])

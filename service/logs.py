@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import os
+import random
 import re
 import sys
 import time
@@ -108,7 +108,10 @@ def _request_id(scope: Scope) -> str:
             supplied = value.decode("latin-1")
             if _SANE_REQUEST_ID.match(supplied):
                 return supplied
-    return os.urandom(16).hex()  # a random 128-bit id, as uuid4().hex without the UUID object
+    # A random 128-bit id in uuid4().hex's format. Not a secret (it is echoed and logged), so Python's generator,
+    # seeded from os.urandom and reseeded in every forked child, serves: 0.3 us where os.urandom's system call cost
+    # 8 us on this machine.
+    return f"{random.getrandbits(128):032x}"
 
 
 def _declared_length(scope: Scope) -> int:

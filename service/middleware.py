@@ -99,44 +99,49 @@ class BodyLimitMiddleware:
             chunks: list[bytes] = []
             loop = asyncio.get_running_loop()
             ends = loop.time() + self.timeout_s
-            while True:
-                try:
-                    async with asyncio.timeout_at(min(ends, loop.time() + self.idle_timeout_s)):
+            # One timeout for the whole read, moved forward after each chunk to the next chunk's idle limit (the same
+            # limits as one timeout per chunk, without a new timer object per chunk: most bodies are one chunk).
+            try:
+                async with asyncio.timeout_at(min(ends, loop.time() + self.idle_timeout_s)) as deadline:
+                    while True:
                         message = await receive()
-                except TimeoutError:
-                    await _send_problem(
-                        scope,
-                        send,
-                        408,
-                        "Request timeout",
-                        f"the body did not arrive within {self.timeout_s:g} s (or stalled for "
-                        f"{self.idle_timeout_s:g} s)",
-                        headers=((b"connection", b"close"),),
-                    )
-                    return
-                if message["type"] != "http.request":  # the client went away: nothing to answer
-                    return
-                chunk = message.get("body", b"")
-                received += len(chunk)
-                self.buffered += len(chunk)
-                if self.buffered > self.max_buffered_bytes:
-                    await _send_problem(
-                        scope,
-                        send,
-                        503,
-                        "Too many bodies in flight",
-                        f"the service already holds {self.max_buffered_bytes} bytes of request bodies; retry",
-                        headers=((b"retry-after", b"1"),),
-                    )
-                    return
-                if received > self.max_bytes:
-                    await _send_problem(
-                        scope, send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes"
-                    )
-                    return
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
+                        if message["type"] != "http.request":  # the client went away: nothing to answer
+                            return
+                        chunk = message.get("body", b"")
+                        received += len(chunk)
+                        self.buffered += len(chunk)
+                        if self.buffered > self.max_buffered_bytes or received > self.max_bytes:
+                            break  # refused below, outside the read's timeout
+                        chunks.append(chunk)
+                        if not message.get("more_body", False):
+                            break
+                        deadline.reschedule(min(ends, loop.time() + self.idle_timeout_s))
+            except TimeoutError:
+                await _send_problem(
+                    scope,
+                    send,
+                    408,
+                    "Request timeout",
+                    f"the body did not arrive within {self.timeout_s:g} s (or stalled for "
+                    f"{self.idle_timeout_s:g} s)",
+                    headers=((b"connection", b"close"),),
+                )
+                return
+            if self.buffered > self.max_buffered_bytes:
+                await _send_problem(
+                    scope,
+                    send,
+                    503,
+                    "Too many bodies in flight",
+                    f"the service already holds {self.max_buffered_bytes} bytes of request bodies; retry",
+                    headers=((b"retry-after", b"1"),),
+                )
+                return
+            if received > self.max_bytes:
+                await _send_problem(
+                    scope, send, 413, "Body too large", f"body exceeds {self.max_bytes} bytes"
+                )
+                return
             body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             del chunks
             replayed = False

@@ -61,8 +61,10 @@ def load_index(instance: AssignmentInstance, assignment: IntArray) -> float | No
     being 100 %): each unit of traffic rate that stops (starts) crossing nodes saves (costs) serialization_cost load
     units; never below 0. None without a serialization cost or without load."""
     cost = instance.serialization_cost
+    if cost is None:  # (most snapshots: asked first, no sum)
+        return None
     total = float(instance.load.sum())
-    if cost is None or total <= 0.0:
+    if total <= 0.0:
         return None
     saved = cost * (cross_traffic(instance, instance.current) - cross_traffic(instance, assignment))
     return max(0.0, 100.0 * (total - saved) / total)
@@ -155,10 +157,11 @@ def _single_load_stats(
     where = assignment.tolist()
     loads = instance.load_values
     held = set(where)
+    unplaced = -1 in held
     held.discard(-1)  # units without a node count nowhere
     if assignment is instance.current and len(capacity) == instance.n_nodes:  # the state before: summed once
         per_node = instance.current_node_load.tolist()
-    elif len(held) < len(set(where)):
+    elif unplaced:
         for node, load in zip(where, loads, strict=True):
             if node >= 0:
                 per_node[node] += load

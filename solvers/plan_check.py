@@ -139,8 +139,9 @@ def _single_load_stats(
     """`_stats` of single loads on Python lists: node sums unit by unit, the other sums exact (math.fsum)."""
     totals = [0.0] * len(capacity)
     held = set(where)
+    unplaced = -1 in held
     held.discard(-1)
-    if len(held) < len(set(where)):  # units without a node count nowhere
+    if unplaced:  # units without a node count nowhere
         for node, load in zip(where, unit_load, strict=True):
             if node >= 0:
                 totals[node] += load
