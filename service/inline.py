@@ -25,10 +25,10 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.middleware import RECEIVED_AT
-from service.planning import INLINE_MAX_BODY_BYTES, PATH, PlanJob, plan_if_small
+from service.planning import PATH, PlanJob, plan_if_small
 from service.pool import WorkerAnswer
 from service.settings import Settings
-from service.telemetry import count_rejection
+from service.telemetry import record_plan_answer
 
 # 50 ms: over 5x the slowest small request measured at the caps (8.8 ms CPU, bench/reliability/inline_worst.py) and
 # 60x a typical one; far below any deadline (time_limit_s + 1 s), so an abandoned attempt leaves the worker all but
@@ -64,13 +64,13 @@ def available() -> bool:
 
 
 def plan_here(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
-    """The answer of a small request planned in this process, or None: inline plans are off, the body is too large,
-    this thread cannot run the watchdog, or `plan_inline` gave up (not small, or the watchdog fired).
+    """The answer of a small request planned in this process, or None: inline plans are off, this thread cannot run
+    the watchdog, or `plan_inline` gave up (not small, the body too large included, or the watchdog fired).
 
     Small requests stay here even while the loop is the bottleneck: sending some to idle workers then measured 5 %
     more plans a second but twice the p99 latency (56 ms against 25-28 ms, bare FastAPI 30 ms; 25 Nov, quiet
     machine)."""
-    if not settings.inline_small_plans or len(job.body) > INLINE_MAX_BODY_BYTES or not available():
+    if not settings.inline_small_plans or not available():
         return None
     return plan_inline(settings, job)
 
@@ -133,14 +133,8 @@ class InlinePlans:
 
             await self.app(scope, replay, send)
             return
-        app = scope.get("app")
         scope["route"] = self.route
-        metrics = getattr(getattr(app, "state", None), "metrics", None)
-        if metrics is not None:
-            metrics.inline_plans.inc()
-            metrics.record_answer(answer)
-        if answer.status >= 400:
-            count_rejection(scope, answer.status)
+        record_plan_answer(scope, answer, inline=True)
         headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
         headers += [
             (b"content-length", str(len(answer.body)).encode("latin-1")),

@@ -78,11 +78,11 @@ INLINE_ALGORITHMS = frozenset({"flux", "largest-load-first", "round-robin", "ran
 _INLINE_NAMES = tuple(f'"{name}"'.encode() for name in sorted(INLINE_ALGORITHMS))
 
 
-def is_small(request: AssignmentRequest, body_bytes: int) -> bool:
-    """Whether the whole request is small enough to plan in the service process (see INLINE_MAX_BODY_BYTES)."""
+def is_small(request: AssignmentRequest) -> bool:
+    """Whether a parsed request is small enough to plan in the service process (see INLINE_MAX_BODY_BYTES; the body
+    cap itself is checked before the parse, in plan_if_small)."""
     return (
-        body_bytes <= INLINE_MAX_BODY_BYTES
-        and request.algorithm.name in INLINE_ALGORITHMS
+        request.algorithm.name in INLINE_ALGORITHMS
         and len(request.units) <= INLINE_MAX_UNITS
         and len(request.nodes) <= INLINE_MAX_NODES
         and _windows(request) == 1
@@ -189,7 +189,7 @@ def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
         if not isinstance(algorithm, dict) or algorithm.get("name") not in INLINE_ALGORITHMS:
             return None
         parsed = _validate(raw, parse_started)
-        if isinstance(parsed, _Parsed) and not is_small(parsed.request, len(job.body)):
+        if isinstance(parsed, _Parsed) and not is_small(parsed.request):
             return None
         return _plan(settings, job, parsed, lambda deadline: None)
 
@@ -292,15 +292,15 @@ def _plan(
     deadline = job.started + time_limit + settings.deadline_slack_s
     announce(deadline)
     spec = REGISTRY[request.algorithm.name]
-    n_values = len(request.units) * _windows(request)
+    windows = _windows(request)
+    n_values = len(request.units) * windows
     # What the statistics, the validator and the serialization will take: the measured cost per unit and value on a
     # quiet machine, stretched by the share of a core this process got while parsing (at load 4 on 2 cores about
     # half: the answer then takes twice as long), or what parsing this very request took times POST_SOLVE_PER_PARSE
     # when that is more (the parse scales with the same units and values, and carries the machine's current load).
     parse_s = time.monotonic() - parsed.parse_started[0]
-    n_node_values = len(request.nodes) * _windows(request)
     reserve = max(
-        post_solve_reserve_s(len(request.units), n_values, n_node_values)
+        post_solve_reserve_s(len(request.units), n_values, len(request.nodes) * windows)
         / core_share(parse_s, time.process_time() - parsed.parse_started[1]),
         POST_SOLVE_PER_PARSE * parse_s,
     )
@@ -313,7 +313,7 @@ def _plan(
             [
                 (
                     ("body", "time_limit_s"),
-                    f"{time_limit:g} s is too short to plan {len(request.units)} units x {_windows(request)} "
+                    f"{time_limit:g} s is too short to plan {len(request.units)} units x {windows} "
                     f"windows here (parse, statistics, validation and serialization alone need about "
                     f"{at_least:.1f} s on this service now): send time_limit_s of at least {at_least:.1f}, or a "
                     "smaller snapshot",

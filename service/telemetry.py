@@ -149,6 +149,19 @@ def endpoint_label(scope: Any) -> str:
     return "other"
 
 
+def record_plan_answer(scope: Any, answer: Any, inline: bool) -> None:
+    """Count a plan request's answer (a service.pool.WorkerAnswer) in the app's metrics, whichever path planned it:
+    the plan's own metrics, `trimtab_inline_plans` when it was planned in the service process, and a rejection for a
+    problem answer."""
+    metrics = app_metrics(scope)
+    if metrics is not None:
+        if inline:
+            metrics.inline_plans.inc()
+        metrics.record_answer(answer)
+    if answer.status >= 400:
+        count_rejection(scope, answer.status)
+
+
 def count_rejection(scope: Any, status: int) -> None:
     """Count a problem answer in the app's `trimtab_rejected_requests` (a full solver pool shows as status 503)."""
     metrics = app_metrics(scope)

@@ -16,7 +16,7 @@ from service.middleware import RECEIVED_AT
 from service.planning import PlanJob
 from service.pool import DeadlineExceeded, SolverPool, WorkerAnswer, WorkerDied
 from service.settings import Settings
-from service.telemetry import count_rejection
+from service.telemetry import record_plan_answer
 
 router = APIRouter(tags=["assignment"])
 log = logging.getLogger("trimtab")
@@ -51,14 +51,10 @@ async def plan_assignment(request: Request) -> Response:
     # it); the rest, and any small one the watchdog stopped, in a worker process under the hard deadline.
     tried = request.scope.get("state", {}).get(inline.INLINE_TRIED, False)
     answer = None if tried else inline.plan_here(settings, job)
-    metrics = request.app.state.metrics
+    planned_here = answer is not None
     if answer is None:
         answer = await _plan_in_worker(request, pool, settings, job)
-    else:
-        metrics.inline_plans.inc()
-    metrics.record_answer(answer)
-    if answer.status >= 400:
-        count_rejection(request.scope, answer.status)
+    record_plan_answer(request.scope, answer, inline=planned_here)
     return Response(answer.body, answer.status, answer.headers, media_type=answer.media_type)
 
 
