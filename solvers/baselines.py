@@ -16,6 +16,7 @@ import numpy as np
 
 from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, IntArray, Plan
+from solvers.metrics import SMALL_UNITS
 
 
 class BudgetTracker:
@@ -350,12 +351,11 @@ def flux(instance: AssignmentInstance, time_limit_s: float | None = None) -> Pla
     return _finish(instance, assignment, budget)
 
 
-# Up to this many units, a plain instance (every unit placed, no draining node, no further resource) is balanced by
-# flux on Python lists (`_flux_small`): on small instances numpy's per-call overhead (array creation, Python
-# wrappers, a dozen calls per node pair) costs several times the arithmetic. The same float operations in the same
-# order on IEEE doubles, the same stable orders: the same plan, bit for bit (tests/test_baselines_small.py). Above it,
-# each round's O(units) Python pass loses to numpy.
-SMALL_UNITS = 512
+# Up to SMALL_UNITS units (solvers.metrics), a plain instance (every unit placed, no draining node, no further
+# resource) is balanced by flux on Python lists (`_flux_small`): on small instances numpy's per-call overhead (array
+# creation, Python wrappers, a dozen calls per node pair) costs several times the arithmetic. The same float
+# operations in the same order on IEEE doubles, the same stable orders: the same plan, bit for bit
+# (tests/test_small_paths.py).
 
 
 def _plain_small(instance: AssignmentInstance) -> bool:

@@ -90,7 +90,7 @@ class AssignmentInstance:
     @cached_property
     def load_values(self) -> list[float]:
         """`load` as a Python list (what the small-instance paths of the solvers and statistics read)."""
-        return list(self.load.tolist())
+        return self.load.tolist()
 
     @cached_property
     def total_load(self) -> float:

@@ -26,7 +26,7 @@ from schemas.splitter import (
 from service.errors import PROBLEM_RESPONSES, invalid_snapshot
 from solvers.errors import UnsolvableRequest
 from solvers.splitter import SplitterInput, SplitterMemory, update_weights
-from solvers.splitter.model import ConnectionMemory
+from solvers.splitter.model import NEVER, ConnectionMemory
 
 router = APIRouter(tags=["splitter"])
 ALGORITHM = "blocking-rate-minimax"
@@ -141,17 +141,14 @@ def to_memory(model: SplitterModel) -> SplitterMemory:
             var=var[start:end],
             weight=c.weight,
             previous_weight=c.previous_weight,
-            changed_at=float("-inf") if c.changed_at is None else c.changed_at,
+            changed_at=NEVER if c.changed_at is None else c.changed_at,
             expected_rate=c.expected_rate,
             decay_scale=c.decay_scale,
-            held_until=float("-inf") if c.held_until is None else c.held_until,
+            held_until=NEVER if c.held_until is None else c.held_until,
             sent=-1.0 if c.tuples_sent is None else float(c.tuples_sent),
             taken=-1.0 if c.tuples_taken is None else float(c.tuples_taken),
         )
     return SplitterMemory(model.resolution, model.observed_at, model.calls, memory, model.reference_rate)
-
-
-NEVER = float("-inf")  # the solver's "no time" (changed_at, held_until), null in the model
 
 
 def model_fields(memory: SplitterMemory) -> dict[str, Any]:

@@ -58,7 +58,7 @@ FIRST_SHARE = 0.4  # of the time left, for the descent of the first start
 # 9,000 perturbations): the share of perturbations that find a new best plan grows from 0.7 % at 5-10 % to 2.3 %
 # at 30-35 %; 10-50 % against 5-30 %: 5 % lower distances on average over 8 snapshots (4 of them held out).
 PERTURBATION_SHARE = (0.1, 0.5)
-PERTURBATION_UNITS = 32
+PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
 # The band repair after a perturbation (LocalSearch.fill_band): its band is the best plan's distance times a factor
 # drawn from FILL_BAND (from a local optimum of flights-year 40n K30 at 0.188: a better plan in 3 % of the repairs
 # with a band at 1.0-1.15 times d, 0.5 % at 0.8, none at 0.6).
@@ -72,7 +72,9 @@ FILL_SHARE_COST = (0.3, 0.1)
 # Seconds counted in advance for each kind of repair (with the wins above): 0.1 against 0.02, interleaved A/B over
 # 14 real-skew snapshots (10 held out), 6 seeds, 1 s: geometric mean of the distance 0.981 (0.935 on 6 of them).
 FILL_PRIOR_S = 0.1
-FILL_STEPS_PER_NODE = 4  # cap on the band repair's moves (each lands a node or takes excess off: it ends anyway)  # migrations sent home by one perturbation at most
+FILL_STEPS_PER_NODE = (
+    4  # cap on the band repair's moves (each lands a node or takes excess off: it ends anyway)
+)
 MODEL_SHARE_MIN = 0.15  # of the rounds' time, for move-model rounds however rarely they improve the plan
 # Share of the bound's threshold within which the first bisection stops (a 0.1 % higher threshold for the aimed
 # starts; on the throughput bench's snapshots 15 tests instead of 29).
@@ -215,9 +217,8 @@ def solve_milp(
         if best.offer(search, f"{name} + descent"):
             done = settled()
 
-    if (
-        not done
-    ):  # no start proven: the bound to full precision before the gap is judged (same tests as before)
+    # No start proven: the bound to full precision before the gap is judged (same tests as before).
+    if not done:
         bound = bound.refined(started + 0.25 * (deadline - started))
         lower = max(lower, bound.value)
         done = settled()

@@ -112,6 +112,9 @@ def _ints() -> IntArray:
     return np.zeros(0, dtype=np.int64)
 
 
+NEVER = float("-inf")  # "no time" for changed_at and held_until (null in the wire model)
+
+
 @dataclass
 class ConnectionMemory:
     """A connection's raw data points, column by column: point k is (w[k], rate[k], n[k], seen[k]), and the state of
@@ -128,11 +131,11 @@ class ConnectionMemory:
     )  # smoothed variance of the observations there
     weight: int = -1  # weight returned at the previous call (-1: none yet)
     previous_weight: int = -1  # the weight before that one (-1: none)
-    changed_at: float = float("-inf")  # observed_at of the call that changed the weight
+    changed_at: float = NEVER  # observed_at of the call that changed the weight
     expected_rate: float = 0.0  # F(weight) when the weight was changed to it
     decay_scale: float = 1.0  # this connection's share of exploration_decay
     # observed_at before which the weight stays 0 (a re-exploration from 0 that blocked again)
-    held_until: float = float("-inf")
+    held_until: float = NEVER
     sent: float = -1.0  # cumulative tuples sent, at the previous call (-1: not reported)
     taken: float = -1.0  # cumulative tuples its worker took (sent minus in flight), at the previous call
     failed_now: bool = False  # a raise judged failed in this call (not raised again in it; not in the model)
