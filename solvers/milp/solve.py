@@ -303,6 +303,7 @@ class _Rounds:
         self.fill_s = self.plain_s = 0.0
         self.fill_wins = self.plain_wins = 0
         self.by_size: IntArray | None = None  # movable units by load (the band repair's size windows)
+        self.seen: set[int] = set()  # hashes of the plans the perturbations' descents passed through
         self.counts_for_stall = True
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
 
@@ -374,7 +375,7 @@ class _Rounds:
             trial.fill_band(
                 band, rng, self.deadline, FILL_STEPS_PER_NODE * len(trial.active_nodes), self.by_size
             )
-        trial.descend(self.deadline, DESCENT_STEPS)
+        trial.descend(self.deadline, DESCENT_STEPS, seen=self.seen)
         name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
         self.perturbations += 1
         improved = best.offer(trial, name)
