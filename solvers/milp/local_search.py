@@ -502,7 +502,9 @@ class LocalSearch:
         partner = self.assignment[theirs]
         deviation = self.util[node] - self.mean
         partner_deviation = self.util[partner] - self.mean
-        lo = np.maximum(capacity[node] * (deviation - limit), capacity[partner] * (-limit - partner_deviation))
+        lo = np.maximum(
+            capacity[node] * (deviation - limit), capacity[partner] * (-limit - partner_deviation)
+        )
         hi = np.minimum(capacity[node] * (deviation + limit), capacity[partner] * (limit - partner_deviation))
         hair = 1e-7 * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
         by_size = np.argsort(share[mine], kind="stable")
