@@ -219,16 +219,25 @@ class LocalSearch:
         home included); or, when it is underloaded, onto it from the most utilized nodes, from the original nodes of
         migrated units, from draining nodes, back home, or any migrated unit (moving it again is free)."""
         movable = self.movable
+        # Up to NEAR_NODES + 1 staying nodes every other staying node is a near one: the nodes of migrations add
+        # none (the same candidates, without their search).
+        every = len(self.active_nodes) <= NEAR_NODES + 1
         if over:
             units = self.units_on(worst_node)
-            dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
-            dests = dests[dests != worst_node]
+            if every:
+                dests = self.active_nodes[self.active_nodes != worst_node]
+            else:
+                dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
+                dests = dests[dests != worst_node]
             home = self.original[units]
             back = self.counts[units] & (home != worst_node)
             return (
                 np.concatenate([np.repeat(units, len(dests)), units[back]]),
                 np.concatenate([np.tile(dests, len(units)), home[back]]),
             )
+        if every:
+            units = np.flatnonzero(movable & (self.assignment != worst_node))
+            return units, np.full(len(units), worst_node, dtype=np.int64)
         source = np.zeros(self.inst.n_nodes, dtype=bool)
         source[self._extreme_nodes(False, worst_node)] = True
         source[self._migration_nodes(True)] = True
@@ -575,10 +584,11 @@ class LocalSearch:
                 self.share[r] / self.capacity[home],
             ],
         )
-        dn1, dc1 = self.budget_delta(v, to)
-        dn2, dc2 = self.budget_delta(r, home)
-        good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)
-        best = _smallest(np.flatnonzero(good), worst, RESOURCE_TRIES)
+        good = np.flatnonzero(ok & (worst < d - TOLERANCE))  # the budget only for the steps that improve
+        dn1, dc1 = self.budget_delta(v[good], to[good])
+        dn2, dc2 = self.budget_delta(r[good], home[good])
+        good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
+        best = _smallest(good, worst, RESOURCE_TRIES)
         return [(float(worst[i]), [(int(r[i]), int(home[i])), (int(v[i]), int(to[i]))]) for i in best]
 
     def _chain_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
