@@ -494,3 +494,90 @@ def test_a_coarse_bisection_refined_is_the_full_bisection(seed: int) -> None:
     refined = coarse.refined()
     assert abs(refined.value - full.value) <= 2 * BISECTION_PRECISION
     assert refined.value <= full.threshold
+
+
+def _swaps_of_every_pair(search: LocalSearch, node: int, over: bool, d: float) -> list:
+    """_swap_candidates as it was before its windows: every pair of the product evaluated (the reference)."""
+    mine, theirs = search._swaps(node, over)
+    if not len(mine) or not len(theirs):
+        return []
+    mine, theirs = np.repeat(mine, len(theirs)), np.tile(theirs, len(mine))
+    other = search.assignment[theirs]
+    net = search.share[mine] - search.share[theirs]
+    here = np.full(len(mine), node, dtype=np.int64)
+    worst, ok = search.evaluate(
+        [here, other], [-net / search.capacity[node], net / search.capacity[other]], distinct=True
+    )
+    good = np.flatnonzero(ok & (worst < d - 1e-9))
+    dn1, dc1 = search.budget_delta(mine[good], other[good])
+    dn2, dc2 = search.budget_delta(theirs[good], here[good])
+    good = good[search.within_budget(dn1 + dn2, dc1 + dc2)]
+    best = good[np.argsort(worst[good], kind="stable")][:16]
+    return [(float(worst[i]), [(int(mine[i]), int(other[i])), (int(theirs[i]), node)]) for i in best]
+
+
+def test_swaps_inside_their_windows_are_the_swaps_of_every_pair() -> None:
+    """The swap step evaluates only the pairs whose net load can land both nodes inside d (binary searches per
+    partner unit): on random clusters (mixed capacities, draining nodes, cost budgets, tied and tiny loads) it
+    finds exactly the swaps, in the same order, as evaluating every pair of the product."""
+    compared = sum(_compare_swaps(seed) for seed in range(40))
+    assert compared > 100  # the comparison ran on swaps (some clusters have none)
+
+
+def _compare_swaps(seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    n, u = int(rng.integers(3, 9)), int(rng.integers(8, 60))
+    loads = rng.choice([1.0, 2.0, 3.0, 0.5, 7.0, 1e-9], size=u) * rng.uniform(0.5, 1.5, size=u).round(2)
+    capacity = rng.choice([100.0, 200.0, 400.0], size=n) if seed % 2 else np.full(n, 100.0)
+    inst = instance(
+        loads.tolist(),
+        rng.integers(0, n, size=u).tolist(),
+        capacity.tolist(),
+        draining=[seed % 3 == 0 and i == n - 1 for i in range(n)],
+        state=rng.choice([1.0, 0.5, 4.0], size=u).tolist(),
+        max_migrations=int(rng.integers(1, 6)) if seed % 4 else None,
+        max_migration_cost=None if seed % 4 else 5.0,
+    )
+    search = LocalSearch(inst, budget_spent_at_random(inst, rng), inst.current)
+    compared = 0
+    for _ in range(30):
+        deviation = search.util[search.active_nodes] - search.mean
+        position = int(np.argmax(np.abs(deviation)))
+        node, d = int(search.active_nodes[position]), float(abs(deviation[position]))
+        over = bool(deviation[position] > 0)
+        found, every = search._swap_candidates(node, over, d), _swaps_of_every_pair(search, node, over, d)
+        # the same values in the same order; the same swaps except among ties at the cut (argpartition orders ties
+        # as it likes, on either path)
+        assert [worst for worst, _ in found] == [worst for worst, _ in every]
+        if found:
+            cut = found[-1][0]
+            assert sorted(s for w, s in found if w < cut) == sorted(s for w, s in every if w < cut)
+        compared += len(found)
+        if not search.step():
+            break
+    return compared
+
+
+def test_a_descent_stops_at_a_plan_an_earlier_descent_passed_through() -> None:
+    """The descent is a function of the plan: a descent that reaches a plan an earlier one passed through stops
+    there (it would end where the earlier one ended); a descent without the memory ends where the first did."""
+    rng = np.random.default_rng(5)
+    inst = instance(
+        rng.uniform(0.1, 9.0, size=60).round(3).tolist(),
+        (np.arange(60) % 6).tolist(),
+        [100.0] * 6,
+        max_migrations=8,
+    )
+    start = budget_spent_at_random(inst, rng)
+    seen: set[int] = set()
+    first = LocalSearch(inst, start, inst.current)
+    assert first.descend(time.perf_counter() + 5.0, 10_000, seen=seen)
+    steps_seen = len(seen)
+    assert steps_seen >= 1
+    again = LocalSearch(inst, start, inst.current)
+    assert again.descend(time.perf_counter() + 5.0, 10_000, seen=seen)
+    assert (again.assignment == start).all()  # stopped at once: the start was seen
+    assert len(seen) == steps_seen
+    plain = LocalSearch(inst, start, inst.current)
+    plain.descend(time.perf_counter() + 5.0, 10_000)
+    assert (plain.assignment == first.assignment).all()
