@@ -64,13 +64,11 @@ PERTURBATION_UNITS = 32  # migrations sent home by one perturbation at most
 # with a band at 1.0-1.15 times d, 0.5 % at 0.8, none at 0.6).
 FILL_BAND = (0.95, 1.15)
 FILL_SHARE = 0.7  # of the perturbations' time, for those repaired by the band repair first, at the start
-# The same under cost budgets: a smaller share there (prior 0.3, floor 0.1) was measured when only ~30 repairs fit
-# in a second on 2,048 key groups; with the faster repairs (swap windows) and no 50 ms model rounds, the count
-# budgets' rule was better on 3 of 5 cost snapshots (2,048 key groups 1.19 -> 1.10, flights-year cost 2 % 1.31 ->
-# 1.26, mean of 6 seeds at 1 s), even on one, 1 % worse on one (docs/milp.md). From the flights-year cost 2 % Flux
-# start, iterated repairs reached 1.233 within 120 of them in 16 of 24 trails with the band repair in 60 % of
-# them, 5 of 16 at 20 %, 3 of 16 without it.
 FILL_SHARE_RANGE = (0.3, 0.85)
+# Under cost budgets (prior share, lowest share): measured over 5 cost snapshots, 6 seeds, the band repair at a
+# prior of 0.7 (0.3) lowered flights-year 40n cost 2 % 1.358 -> 1.358 (1.303) and raised the 2,048-key-group
+# snapshot 1.020 -> 1.197 (1.200), where only ~30 repairs fit in a second: it starts with a small share there.
+FILL_SHARE_COST = (0.3, 0.1)
 # Seconds counted in advance for each kind of repair (with the wins above): 0.1 against 0.02, interleaved A/B over
 # 14 real-skew snapshots (10 held out), 6 seeds, 1 s: geometric mean of the distance 0.981 (0.935 on 6 of them).
 FILL_PRIOR_S = 0.1
@@ -358,11 +356,13 @@ class _Rounds:
         trial.send_home(rng.choice(migrated, size=size, replace=False))
         # The repair: the band repair then the descent, or the descent alone. The band repair's share of the time
         # follows the two kinds' improvements per second (FILL_SHARE counted in advance), within FILL_SHARE_RANGE:
-        # when the budget is all that is hard (budgets below the nodes to fix) it finds most improvements, where
-        # the descent alone finds more per second it takes a larger share.
-        rate_fill = (self.fill_wins + FILL_SHARE) / (self.fill_s + FILL_PRIOR_S)
-        rate_plain = (self.plain_wins + 1 - FILL_SHARE) / (self.plain_s + FILL_PRIOR_S)
-        share = float(np.clip(rate_fill / (rate_fill + rate_plain), *FILL_SHARE_RANGE))
+        # when the budget is all that is hard (count budgets near the nodes to fix) it finds most improvements,
+        # when time is short for the instance (2,048 key groups under a cost budget, 30 repairs a second) the
+        # cheaper descent alone does.
+        prior, low = (FILL_SHARE, FILL_SHARE_RANGE[0]) if inst.max_migration_cost is None else FILL_SHARE_COST
+        rate_fill = (self.fill_wins + prior) / (self.fill_s + FILL_PRIOR_S)
+        rate_plain = (self.plain_wins + 1 - prior) / (self.plain_s + FILL_PRIOR_S)
+        share = float(np.clip(rate_fill / (rate_fill + rate_plain), low, FILL_SHARE_RANGE[1]))
         fill = self.fill_s <= share * (self.fill_s + self.plain_s)
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
