@@ -581,3 +581,21 @@ def test_a_descent_stops_at_a_plan_an_earlier_descent_passed_through() -> None:
     plain = LocalSearch(inst, start, inst.current)
     plain.descend(time.perf_counter() + 5.0, 10_000)
     assert (plain.assignment == first.assignment).all()
+
+
+def test_the_plan_hash_follows_every_move() -> None:
+    """The plan's hash, updated move by move (single moves and many at once), is the hash of the plan computed
+    from scratch, and plans that differ get different hashes."""
+    rng = np.random.default_rng(11)
+    inst = instance(rng.uniform(0.1, 9.0, size=80).tolist(), (np.arange(80) % 7).tolist(), [100.0] * 7)
+    search = LocalSearch(inst, inst.current, inst.current)
+    hashes = {search.plan_hash}
+    for _ in range(200):
+        if rng.random() < 0.5:
+            search.apply([(int(rng.integers(80)), int(rng.integers(7)))])
+        else:
+            units = rng.choice(80, size=5, replace=False)
+            search.apply_distinct(units, rng.integers(0, 7, size=5))
+        assert search.plan_hash == LocalSearch(inst, search.assignment, inst.current).plan_hash
+        hashes.add(search.plan_hash)
+    assert len(hashes) > 150  # random walks revisit few plans
