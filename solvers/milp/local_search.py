@@ -72,6 +72,7 @@ class LocalSearch:
         self.mean = inst.mean_utilization
         self.cap = inst.utilization_cap()
         self.staying = inst.active
+        self.all_staying = bool(inst.active.all())  # no draining node: no deviation to mask out
         self.active_nodes = np.flatnonzero(inst.active)
         self.movable = inst.movable
         self.max_moves = inst.max_migrations if inst.max_migrations is not None else np.iinfo(np.int64).max
@@ -169,13 +170,7 @@ class LocalSearch:
         `nodes[k]`; roles may coincide unless `distinct`), and whether every node that gains stays within the
         utilization cap."""
         if distinct:  # two roles, each its own change: a plain loop is cheapest
-            worst = np.zeros(len(nodes[0]))
-            ok = np.ones(len(nodes[0]), dtype=bool)
-            for node, net in zip(nodes, deltas, strict=True):
-                after = self.util[node] + net
-                worst = np.maximum(worst, np.where(self.staying[node], np.abs(after - self.mean), 0.0))
-                ok &= (net <= 1e-12) | (after <= self.cap * (1 + 1e-12))
-            return worst, ok
+            return self._worst_ok(nodes, deltas)
         # Roles that may share a node: one array per quantity (roles x candidates), each role's node gets every
         # role's change that lands on it, summed in role order (a few numpy calls whatever the number of roles).
         role_nodes, own = np.stack(nodes), np.stack(deltas)
@@ -188,6 +183,46 @@ class LocalSearch:
         )
         ok = np.all((total <= 1e-12) | (after <= self.cap * (1 + 1e-12)), axis=0)
         return worst, ok
+
+    def _worst_ok(self, nodes: list[IntArray], totals: list[FloatArray]) -> tuple[FloatArray, BoolArray]:
+        """`evaluate` once each role's total change is known (`totals[k]` on `nodes[k]`): the largest deviation
+        over the staying nodes among them (0 when there are none), and whether each node that gains stays within
+        the cap. Per role a few numpy calls on the candidates (no mask when no node drains: this runs on every
+        step, and at 10 nodes its cost is the calls)."""
+        util, mean, staying = self.util, self.mean, self.staying
+        cap = self.cap * (1 + 1e-12)
+        worst, ok = np.zeros(0), np.ones(0, dtype=bool)
+        for k, (node, total) in enumerate(zip(nodes, totals, strict=True)):
+            after = util[node] + total
+            deviation = np.abs(after - mean)
+            if not self.all_staying:
+                deviation = np.where(staying[node], deviation, 0.0)
+            fits = (total <= 1e-12) | (after <= cap)
+            worst, ok = (deviation, fits) if k == 0 else (np.maximum(worst, deviation), ok & fits)
+        return worst, ok
+
+    def _evaluate_legs(
+        self, first: tuple[IntArray, IntArray, FloatArray], second: tuple[IntArray, IntArray, FloatArray]
+    ) -> tuple[FloatArray, BoolArray]:
+        """`evaluate` of two simultaneous moves per candidate, each leg (source, destination, the unit's share) with
+        distinct nodes. A node of one leg then coincides with at most one node of the other, so each role's total is
+        its own change plus at most one other: a sum of two, the very number `evaluate`'s role-order sum gives (its
+        other terms are zeros), in far fewer numpy calls."""
+        src_a, dst_a, share_a = first
+        src_b, dst_b, share_b = second
+        capacity = self.capacity
+        out_a, in_a = -share_a / capacity[src_a], share_a / capacity[dst_a]
+        out_b, in_b = -share_b / capacity[src_b], share_b / capacity[dst_b]
+        zero = 0.0
+        return self._worst_ok(
+            [src_a, dst_a, src_b, dst_b],
+            [
+                out_a + np.where(src_b == src_a, out_b, np.where(dst_b == src_a, in_b, zero)),
+                in_a + np.where(src_b == dst_a, out_b, np.where(dst_b == dst_a, in_b, zero)),
+                out_b + np.where(src_a == src_b, out_a, np.where(dst_a == src_b, in_a, zero)),
+                in_b + np.where(src_a == dst_b, out_a, np.where(dst_a == dst_b, in_a, zero)),
+            ],
+        )
 
     # -- steps -------------------------------------------------------------------------------------------------
     def _extreme_nodes(self, lowest: bool, exclude: int) -> IntArray:
@@ -534,19 +569,12 @@ class LocalSearch:
         keep = v != r
         v, to, r = v[keep], to[keep], r[keep]
         src_v, src_r, home = self.assignment[v], self.assignment[r], self.original[r]
-        worst, ok = self.evaluate(
-            [src_v, to, src_r, home],
-            [
-                -self.share[v] / self.capacity[src_v],
-                self.share[v] / self.capacity[to],
-                -self.share[r] / self.capacity[src_r],
-                self.share[r] / self.capacity[home],
-            ],
-        )
-        dn1, dc1 = self.budget_delta(v, to)
-        dn2, dc2 = self.budget_delta(r, home)
-        good = ok & (worst < d - TOLERANCE) & self.within_budget(dn1 + dn2, dc1 + dc2)
-        best = _smallest(np.flatnonzero(good), worst, RESOURCE_TRIES)
+        # the move's nodes differ (it improves), and so do the refund's (a migrated unit is away from home)
+        worst, ok = self._evaluate_legs((src_v, to, self.share[v]), (src_r, home, self.share[r]))
+        good = np.flatnonzero(ok & (worst < d - TOLERANCE))  # few improve: the budget only for those
+        dn1, dc1 = self.budget_delta(v[good], to[good])
+        dn2, dc2 = self.budget_delta(r[good], home[good])
+        best = _smallest(good[self.within_budget(dn1 + dn2, dc1 + dc2)], worst, RESOURCE_TRIES)
         return [(float(worst[i]), [(int(r[i]), int(home[i])), (int(v[i]), int(to[i]))]) for i in best]
 
     def _chain_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
