@@ -117,7 +117,9 @@ def snapshot_answer(instance: AssignmentInstance) -> list[object]:
     refined = bound.refined()
     answer.append(_floats([bound.value, bound.threshold, bound.static, refined.value, refined.threshold]))
     d = instance.load_distance(plan.assignment)
-    answer.append([bool(bound.rules_out(x)) for x in (0.5 * d, 0.9 * d, d - 1e-7, d, refined.value, refined.threshold)])
+    answer.append(
+        [bool(bound.rules_out(x)) for x in (0.5 * d, 0.9 * d, d - 1e-7, d, refined.value, refined.threshold)]
+    )
     # The perturbation rounds, without their clock: seeded kicks, band repair, descent.
     rng = np.random.default_rng(7)
     start = instance.current.copy()  # as solve_milp's: units without a node placed first (free)

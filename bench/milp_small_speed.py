@@ -61,7 +61,12 @@ for _ in range(int(sys.argv[1])):
 def run(tree: Path, passes: int) -> list[tuple[float, float]]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(passes)], cwd=tree, env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", MEASURE, str(passes)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return [tuple(json.loads(line)) for line in out.splitlines()]  # type: ignore[misc]
 
