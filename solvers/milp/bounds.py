@@ -352,6 +352,18 @@ def _feasible_on_lists(
     limit = moved_max * (1 + RELATIVE_TOLERANCE)
     own_room = [total * (1 + RELATIVE_TOLERANCE) + 1e-9 for total in own_total_l]
     tolerance = 1e-9
+    # The units a node's need calls for (those whose larger units before them on the node do not cover it yet) are
+    # a prefix of its segment: when every segment's sums before are non-decreasing (sums of loads >= 0 are; checked
+    # here, else the pass over every unit), their count is one bisection per node instead of a pass per unit.
+    segments: list[tuple[int, list[float]]] | None = []
+    for node, before in zip(size_nodes_l, size_before_l, strict=True):
+        if segments and segments[-1][0] == node:
+            if before < segments[-1][1][-1]:
+                segments = None
+                break
+            segments[-1][1].append(before)
+        else:
+            segments.append((node, [before]))
 
     def feasible(t: float) -> bool:
         excess = [max(0.0, u - mean - t) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
@@ -363,7 +375,10 @@ def _feasible_on_lists(
             return False
         under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
         if count_limit is not None:
-            out_count = sum(map(operator.lt, size_before_l, map(need.__getitem__, size_nodes_l)))
+            if segments is not None:
+                out_count = sum([bisect.bisect_left(seg, need[node]) for node, seg in segments])
+            else:
+                out_count = sum(map(operator.lt, size_before_l, map(need.__getitem__, size_nodes_l)))
             if out_count > count_limit:
                 return False
             if free_load <= 0 and under:
