@@ -249,16 +249,25 @@ class LocalSearch:
         home included); or, when it is underloaded, onto it from the most utilized nodes, from the original nodes of
         migrated units, from draining nodes, back home, or any migrated unit (moving it again is free)."""
         movable = self.movable
+        # At most NEAR_NODES staying nodes: the extreme nodes are all of them but the worst, and the nodes of
+        # migrations add none (they are staying nodes too), so the union is that (the same sorted nodes).
+        everywhere = len(self.active_nodes) <= NEAR_NODES
         if over:
             units = self.units_on(worst_node)
-            dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
-            dests = dests[dests != worst_node]
+            if everywhere:
+                dests = self.active_nodes[self.active_nodes != worst_node]
+            else:
+                dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
+                dests = dests[dests != worst_node]
             home = self.original[units]
             back = self.counts[units] & (home != worst_node)
             return (
                 np.concatenate([np.repeat(units, len(dests)), units[back]]),
                 np.concatenate([np.tile(dests, len(units)), home[back]]),
             )
+        if everywhere:  # every node but the worst is a source (the staying ones as extreme nodes)
+            units = np.flatnonzero(movable & (self.assignment != worst_node))
+            return units, np.full(len(units), worst_node, dtype=np.int64)
         source = np.zeros(self.inst.n_nodes, dtype=bool)
         source[self._extreme_nodes(False, worst_node)] = True
         source[self._migration_nodes(True)] = True
