@@ -77,6 +77,7 @@ class LocalSearch:
         self.movable = inst.movable
         self.max_moves = inst.max_migrations if inst.max_migrations is not None else np.iinfo(np.int64).max
         self.max_cost = inst.max_migration_cost if inst.max_migration_cost is not None else np.inf
+        self.costed = inst.max_migration_cost is not None  # a cost budget: the cost of steps matters
         moved = self.migrated_mask()
         self.used_moves = int(moved.sum())
         self.used_cost = float(self.state[moved].sum())
@@ -109,14 +110,22 @@ class LocalSearch:
         return np.asarray(self.counts & (self.assignment != self.original), dtype=np.bool_)
 
     def budget_delta(self, units: IntArray, dest: IntArray) -> tuple[IntArray, FloatArray]:
-        """Change of the migration count and cost if `units` went to `dest` (arrays broadcast together)."""
+        """Change of the migration count and cost if `units` went to `dest` (arrays broadcast together). Without a
+        cost budget the cost change is zeros: nothing reads it then (within_budget, the rankings and Flux's fit use
+        it only under a cost budget), and this runs several times per step."""
         counts = self.counts[units]
-        before = counts & (self.assignment[units] != self.original[units])
-        after = counts & (dest != self.original[units])
+        original = self.original[units]
+        before = counts & (self.assignment[units] != original)
+        after = counts & (dest != original)
         delta_n = after.astype(np.int64) - before.astype(np.int64)
-        return delta_n, np.where(after, self.state[units], 0.0) - np.where(before, self.state[units], 0.0)
+        if not self.costed:
+            return delta_n, np.zeros(delta_n.shape)
+        state = self.state[units]
+        return delta_n, np.where(after, state, 0.0) - np.where(before, state, 0.0)
 
     def within_budget(self, delta_n: IntArray, delta_c: FloatArray) -> BoolArray:
+        if not self.costed:  # the cost clause is all True (an infinite budget)
+            return np.asarray(self.used_moves + delta_n <= self.max_moves, dtype=np.bool_)
         return np.asarray(
             (self.used_moves + delta_n <= self.max_moves)
             & (self.used_cost + delta_c <= self.max_cost * (1 + 1e-12)),
