@@ -42,9 +42,20 @@ FILL_UNITS = 64  # units of a landing size tried per under node and step of the 
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
 
 
+def _tile(values: IntArray, times: int) -> IntArray:
+    """np.tile(values, times) for a 1-D array, in one C call (np.tile's Python wrapper costs more than the copy at
+    the sizes of a step)."""
+    return values[None, :].repeat(times, axis=0).ravel()
+
+
+def _first_of_runs(values: IntArray) -> IntArray:
+    """Positions where a run of equal values starts (values grouped)."""
+    return np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+
+
 def _pairs(units: IntArray, nodes: IntArray) -> tuple[IntArray, IntArray]:
     """Every (unit, node) pair."""
-    return np.repeat(units, len(nodes)), np.tile(nodes, len(units))
+    return np.repeat(units, len(nodes)), _tile(nodes, len(units))
 
 
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
@@ -272,7 +283,7 @@ class LocalSearch:
             back = self.counts[units] & (home != worst_node)
             return (
                 np.concatenate([np.repeat(units, len(dests)), units[back]]),
-                np.concatenate([np.tile(dests, len(units)), home[back]]),
+                np.concatenate([_tile(dests, len(units)), home[back]]),
             )
         if everywhere:  # every node but the worst is a source (the staying ones as extreme nodes)
             units = np.flatnonzero(movable & (self.assignment != worst_node))
@@ -303,7 +314,7 @@ class LocalSearch:
         limit = max(1, SWAP_ELEMENTS // len(mine))
         if len(theirs) > limit:
             theirs = theirs[np.argsort(position[self.assignment[theirs]], kind="stable")[:limit]]
-        return np.repeat(mine, len(theirs)), np.tile(theirs, len(mine))
+        return np.repeat(mine, len(theirs)), _tile(theirs, len(mine))
 
     def step(self) -> bool:
         """Take the best improving step; False when there is none."""
@@ -427,7 +438,7 @@ class LocalSearch:
             return False
         pick = np.lexsort((-share[units], pos))
         units, pos, dest = units[pick], pos[pick], dest[pick]
-        first = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])  # the largest fitting unit of each top node
+        first = _first_of_runs(pos)  # the largest fitting unit of each top node
         units, dest = units[first], dest[first]
         delta_n, delta_c = self.budget_delta(units, dest)
         fits = self.within_budget(np.cumsum(delta_n), np.cumsum(delta_c))
@@ -497,7 +508,7 @@ class LocalSearch:
         if not len(units):
             return False
         pick = np.lexsort((fit, pos))
-        first = pick[np.flatnonzero(np.r_[True, pos[pick][1:] != pos[pick][:-1]])]  # best fit of each pair
+        first = pick[_first_of_runs(pos[pick])]  # best fit of each pair
         chosen = []
         moves, cost = self.used_moves, self.used_cost
         for k, dn, dc in zip(first.tolist(), delta_n[first].tolist(), delta_c[first].tolist(), strict=True):
@@ -583,7 +594,7 @@ class LocalSearch:
             return []
         v = np.repeat(units, len(migrated))
         to = np.repeat(dests, len(migrated))
-        r = np.tile(migrated, len(units))
+        r = _tile(migrated, len(units))
         keep = v != r
         v, to, r = v[keep], to[keep], r[keep]
         src_v, src_r, home = self.assignment[v], self.assignment[r], self.original[r]
@@ -635,7 +646,7 @@ class LocalSearch:
             dests = np.union1d(self._extreme_nodes(True, node), [node])
             pair2 = np.concatenate([np.repeat(pair, len(dests)), pair])
             v2 = np.concatenate([np.repeat(v, len(dests)), v])
-            c2 = np.concatenate([np.tile(dests, len(v)), self.original[v]])
+            c2 = np.concatenate([_tile(dests, len(v)), self.original[v]])
             v_from = b[pair2]
             v_to = c2
         else:
@@ -644,7 +655,7 @@ class LocalSearch:
             if len(migrated) > CHAIN_SECOND_LINKS:
                 migrated = migrated[np.argsort(-self.util[self.assignment[migrated]])[:CHAIN_SECOND_LINKS]]
             pair2 = np.repeat(np.arange(len(u)), len(migrated))
-            v2 = np.tile(migrated, len(u))
+            v2 = _tile(migrated, len(u))
             v_from = self.assignment[v2]
             v_to = b[pair2]
         keep = (v_to != v_from) & (v2 != u[pair2]) & (v_from != node) & (v_to >= 0)
@@ -684,7 +695,7 @@ class LocalSearch:
         r_all, w_all = np.concatenate(rs), np.concatenate(ws)
         pick = np.repeat(np.arange(len(r_all)), len(units))
         r, w = r_all[pick], w_all[pick]
-        v, to = np.tile(units, len(r_all)), np.tile(dests, len(r_all))
+        v, to = _tile(units, len(r_all)), _tile(dests, len(r_all))
         keep = (v != r) & (v != w)
         r, w, v, to = r[keep], w[keep], v[keep], to[keep]
         src, home, src_v = self.assignment[r], self.original[r], self.assignment[v]
