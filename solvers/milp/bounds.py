@@ -27,6 +27,7 @@ Each node alone also gives t >= util - mean - (what it alone can shed), and t >=
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
 import time
 from collections.abc import Callable
@@ -355,15 +356,13 @@ def _feasible_on_lists(
     # The units a node's need calls for (those whose larger units before them on the node do not cover it yet) are
     # a prefix of its segment: when every segment's sums before are non-decreasing (sums of loads >= 0 are; checked
     # here, else the pass over every unit), their count is one bisection per node instead of a pass per unit.
-    segments: list[tuple[int, list[float]]] | None = []
+    segments: list[tuple[int, list[float]]] = []
     for node, before in zip(size_nodes_l, size_before_l, strict=True):
         if segments and segments[-1][0] == node:
-            if before < segments[-1][1][-1]:
-                segments = None
-                break
             segments[-1][1].append(before)
         else:
             segments.append((node, [before]))
+    sorted_segments = all(a <= b for _, seg in segments for a, b in itertools.pairwise(seg))
 
     def feasible(t: float) -> bool:
         excess = [max(0.0, u - mean - t) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
@@ -375,7 +374,7 @@ def _feasible_on_lists(
             return False
         under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
         if count_limit is not None:
-            if segments is not None:
+            if sorted_segments:
                 out_count = sum([bisect.bisect_left(seg, need[node]) for node, seg in segments])
             else:
                 out_count = sum(map(operator.lt, size_before_l, map(need.__getitem__, size_nodes_l)))
