@@ -48,21 +48,27 @@ def _tile(values: IntArray, times: int) -> IntArray:
     return values[None, :].repeat(times, axis=0).ravel()
 
 
+def _indices(mask: BoolArray) -> IntArray:
+    """np.flatnonzero(mask) for a 1-D array, in one C call (np.flatnonzero's Python wrapper costs more than the
+    scan at the sizes of a step)."""
+    return mask.nonzero()[0]
+
+
 def _first_of_runs(values: IntArray) -> IntArray:
     """Positions where a run of equal values starts (values grouped)."""
-    return np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+    return _indices(np.concatenate(([True], values[1:] != values[:-1])))
 
 
 def _pairs(units: IntArray, nodes: IntArray) -> tuple[IntArray, IntArray]:
     """Every (unit, node) pair."""
-    return np.repeat(units, len(nodes)), _tile(nodes, len(units))
+    return units.repeat(len(nodes)), _tile(nodes, len(units))
 
 
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
     """The `count` entries of `index` with the smallest `value`, in order (argpartition first: index may be long)."""
     if len(index) > count:
-        index = index[np.argpartition(value[index], count - 1)[:count]]
-    return index[np.argsort(value[index], kind="stable")]
+        index = index[value[index].argpartition(count - 1)[:count]]
+    return index[value[index].argsort(kind="stable")]
 
 
 class LocalSearch:
@@ -84,7 +90,7 @@ class LocalSearch:
         self.cap = inst.utilization_cap()
         self.staying = inst.active
         self.all_staying = bool(inst.active.all())  # no draining node: no deviation to mask out
-        self.active_nodes = np.flatnonzero(inst.active)
+        self.active_nodes = _indices(inst.active)
         self.movable = inst.movable
         self.max_moves = inst.max_migrations if inst.max_migrations is not None else np.iinfo(np.int64).max
         self.max_cost = inst.max_migration_cost if inst.max_migration_cost is not None else np.inf
@@ -101,8 +107,8 @@ class LocalSearch:
 
     def _index(self) -> None:
         """Movable units by node (sorted once) plus the units that arrived since: `units_on` in O(units there)."""
-        units = np.flatnonzero(self.movable)
-        self._by_node = units[np.argsort(self.assignment[units], kind="stable")]
+        units = _indices(self.movable)
+        self._by_node = units[self.assignment[units].argsort(kind="stable")]
         self._by_node_nodes = self.assignment[self._by_node]
         self._arrived: dict[int, list[int]] = {}
         self._arrivals = 0
@@ -149,7 +155,7 @@ class LocalSearch:
     def key(self) -> tuple[float, float]:
         """(d, -(du + dl)): the MILP's lexicographic objective, rounded so float noise does not count as progress."""
         util = self.util[self.active_nodes]
-        high, low = float(np.max(util)) - self.mean, self.mean - float(np.min(util))
+        high, low = float(util.max()) - self.mean, self.mean - float(util.min())
         d = max(high, low, 0.0)
         return round(d, 9), -round((d - high) + (d - low), 9)
 
@@ -256,7 +262,7 @@ class LocalSearch:
     def _migration_nodes(self, homes: bool) -> IntArray:
         """Staying nodes where migrated units sit now (or their original nodes): the partners of compound steps
         (a migration sent home frees room there, or on its home a smaller unit can leave instead)."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         nodes = np.unique(self.original[migrated] if homes else self.assignment[migrated])
         nodes = nodes[self.staying[nodes]]
         if len(nodes) > MIGRATION_NODES:
@@ -282,17 +288,17 @@ class LocalSearch:
             home = self.original[units]
             back = self.counts[units] & (home != worst_node)
             return (
-                np.concatenate([np.repeat(units, len(dests)), units[back]]),
+                np.concatenate([units.repeat(len(dests)), units[back]]),
                 np.concatenate([_tile(dests, len(units)), home[back]]),
             )
         if everywhere:  # every node but the worst is a source (the staying ones as extreme nodes)
-            units = np.flatnonzero(movable & (self.assignment != worst_node))
+            units = _indices(movable & (self.assignment != worst_node))
             return units, np.full(len(units), worst_node, dtype=np.int64)
         source = np.zeros(self.inst.n_nodes, dtype=bool)
         source[self._extreme_nodes(False, worst_node)] = True
         source[self._migration_nodes(True)] = True
         source[~self.staying] = True
-        units = np.flatnonzero(
+        units = _indices(
             movable
             & (self.assignment != worst_node)
             & (source[self.assignment] | (self.counts & (self.original == worst_node)) | self.migrated_mask())
@@ -310,17 +316,17 @@ class LocalSearch:
         partners = partners[np.argsort(self.util[partners] if over else -self.util[partners], kind="stable")]
         position = np.full(self.inst.n_nodes, len(partners), dtype=np.int64)
         position[partners] = np.arange(len(partners))
-        theirs = np.flatnonzero(self.movable & (position[self.assignment] < len(partners)))
+        theirs = _indices(self.movable & (position[self.assignment] < len(partners)))
         limit = max(1, SWAP_ELEMENTS // len(mine))
         if len(theirs) > limit:
             theirs = theirs[np.argsort(position[self.assignment[theirs]], kind="stable")[:limit]]
-        return np.repeat(mine, len(theirs)), _tile(theirs, len(mine))
+        return mine.repeat(len(theirs)), _tile(theirs, len(mine))
 
     def step(self) -> bool:
         """Take the best improving step; False when there is none."""
         util = self.util[self.active_nodes]
         deviation = util - self.mean
-        position = int(np.argmax(np.abs(deviation)))
+        position = int(np.abs(deviation).argmax())
         d = float(abs(deviation[position]))
         if d <= TOLERANCE:
             return False
@@ -340,7 +346,7 @@ class LocalSearch:
                 distinct=True,
             )
             # few moves improve: their budget change only
-            improving = np.flatnonzero(ok & (worst < d - TOLERANCE) & (sources != dests))
+            improving = _indices(ok & (worst < d - TOLERANCE) & (sources != dests))
             delta_n, delta_c = np.zeros(len(units), dtype=np.int64), np.zeros(len(units))
             delta_n[improving], delta_c[improving] = self.budget_delta(units[improving], dests[improving])
             fits = self.within_budget(delta_n[improving], delta_c[improving])
@@ -379,7 +385,7 @@ class LocalSearch:
         largest unit that lowers the peak to the least utilized node. Every move lowers the sorted utilization
         vector, so it ends; `max_steps` and the deadline bound it too."""
         share, capacity = self.share, self.capacity
-        draining = np.flatnonzero(~self.staying)
+        draining = _indices(~self.staying)
         draining_left = len(draining) > 0  # until a round finds nothing to take off them
         batch = min(SHAVE_BATCH, len(self.active_nodes) // 8)
         for _ in range(max_steps):
@@ -427,7 +433,7 @@ class LocalSearch:
         tops, lows = order[:batch], order[::-1][:batch]
         position = np.full(self.inst.n_nodes, -1, dtype=np.int64)
         position[tops] = np.arange(len(tops))
-        units = np.flatnonzero(self.movable & (position[self.assignment] >= 0))
+        units = _indices(self.movable & (position[self.assignment] >= 0))
         pos = position[self.assignment[units]]
         dest = lows[pos]
         after = self.util[dest] + share[units] / capacity[dest]
@@ -475,14 +481,14 @@ class LocalSearch:
 
     def _flux_pairs(self, target: float) -> tuple[IntArray, IntArray]:
         """The pairs of a Flux round, most apart first, up to the first that needs no move."""
-        order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
+        order = self.active_nodes[(-self.util[self.active_nodes]).argsort(kind="stable")]
         half = len(order) // 2
         his, los = order[:half], order[::-1][:half]
         gap = self.util[his] - self.util[los]
         live = (gap > TOLERANCE) & (
             np.maximum(self.util[his] - self.mean, self.mean - self.util[los]) > target
         )
-        end = int(np.argmin(live)) if not live.all() else half
+        end = int(live.argmin()) if not live.all() else half
         return his[:end], los[:end]
 
     def _pair_round_at_once(self, target: float) -> bool:
@@ -494,7 +500,7 @@ class LocalSearch:
         share, capacity = self.share, self.capacity
         position = np.full(self.inst.n_nodes, -1, dtype=np.int64)
         position[his] = np.arange(len(his))
-        units = np.flatnonzero(self.movable & (position[self.assignment] >= 0))
+        units = _indices(self.movable & (position[self.assignment] >= 0))
         pos = position[self.assignment[units]]
         hi, lo = his[pos], los[pos]
         gap = self.util[hi] - self.util[lo]
@@ -523,7 +529,7 @@ class LocalSearch:
         """One Flux round, pair by pair (resource caps checked per move)."""
         share, capacity = self.share, self.capacity
         his, los = self._flux_pairs(target)
-        units = np.flatnonzero(self.movable & self.staying[self.assignment])
+        units = _indices(self.movable & self.staying[self.assignment])
         units = units[np.argsort(self.assignment[units], kind="stable")]
         where = self.assignment[units]
         moved = False
@@ -539,7 +545,7 @@ class LocalSearch:
             ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
             ok &= self.within_budget(delta_n, delta_c)
             fit = self._pair_fit(np.full(len(mine), gap), shift, delta_c)
-            for k in np.flatnonzero(ok)[np.argsort(fit[ok], kind="stable")][:RESOURCE_TRIES]:
+            for k in _indices(ok)[np.argsort(fit[ok], kind="stable")][:RESOURCE_TRIES]:
                 if self.resources.fits(int(mine[k]), lo):
                     self.apply([(int(mine[k]), lo)])
                     moved = True
@@ -556,7 +562,7 @@ class LocalSearch:
         worst, ok = self.evaluate(
             [here, other], [-net / self.capacity[node], net / self.capacity[other]], distinct=True
         )
-        good = np.flatnonzero(ok & (worst < d - TOLERANCE))  # few swaps improve: the budget only for those
+        good = _indices(ok & (worst < d - TOLERANCE))  # few swaps improve: the budget only for those
         dn1, dc1 = self.budget_delta(mine[good], other[good])
         dn2, dc2 = self.budget_delta(theirs[good], here[good])
         good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
@@ -571,7 +577,7 @@ class LocalSearch:
         A refund whose nodes are not touched by the move ends them where it alone would: unless it alone leaves
         both below d it cannot be part of an improving step, so only those refunds (the COMPOUND_REFUNDS best of
         them) and the refunds that share a node with one of the moves are paired, exactly."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         if not len(units) or not len(migrated):
             return []
         src_m, home_m = self.assignment[migrated], self.original[migrated]
@@ -584,23 +590,23 @@ class LocalSearch:
         touched[self.assignment[units]] = True
         touched[dests] = True
         overlapping = touched[src_m] | touched[home_m]
-        good_alone = np.flatnonzero(fits & (alone < d - TOLERANCE) & ~overlapping)
+        good_alone = _indices(fits & (alone < d - TOLERANCE) & ~overlapping)
         if len(good_alone) > COMPOUND_REFUNDS:
             good_alone = good_alone[
                 np.argpartition(alone[good_alone], COMPOUND_REFUNDS - 1)[:COMPOUND_REFUNDS]
             ]
-        migrated = migrated[np.concatenate([good_alone, np.flatnonzero(overlapping)])]
+        migrated = migrated[np.concatenate([good_alone, _indices(overlapping)])]
         if not len(migrated):
             return []
-        v = np.repeat(units, len(migrated))
-        to = np.repeat(dests, len(migrated))
+        v = units.repeat(len(migrated))
+        to = dests.repeat(len(migrated))
         r = _tile(migrated, len(units))
         keep = v != r
         v, to, r = v[keep], to[keep], r[keep]
         src_v, src_r, home = self.assignment[v], self.assignment[r], self.original[r]
         # the move's nodes differ (it improves), and so do the refund's (a migrated unit is away from home)
         worst, ok = self._evaluate_legs((src_v, to, self.share[v]), (src_r, home, self.share[r]))
-        good = np.flatnonzero(ok & (worst < d - TOLERANCE))  # few improve: the budget only for those
+        good = _indices(ok & (worst < d - TOLERANCE))  # few improve: the budget only for those
         dn1, dc1 = self.budget_delta(v[good], to[good])
         dn2, dc2 = self.budget_delta(r[good], home[good])
         best = _smallest(good[self.within_budget(dn1 + dn2, dc1 + dc2)], worst, RESOURCE_TRIES)
@@ -610,7 +616,7 @@ class LocalSearch:
         """Ejection chains of two links that cost no more budget than the first: a move at the worst node that
         would push its partner past d, and a migrated unit (moving it again is free) that then leaves the partner
         (when the worst node is over) or fills it (when under). Exact on the three nodes touched."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         units, partners = self._moves(node, over)
         if not len(migrated) or not len(units):
             return []
@@ -628,7 +634,7 @@ class LocalSearch:
             keep = (np.abs(here - mean) < d - TOLERANCE) & (mean - there >= d - TOLERANCE)
             keep &= self.staying[partners]
         keep &= partners != node
-        first = np.flatnonzero(keep)
+        first = _indices(keep)
         if not len(first):
             return []
         first = first[np.argsort(np.abs(here[first] - mean), kind="stable")[:CHAIN_FIRST_LINKS]]
@@ -672,7 +678,7 @@ class LocalSearch:
         the migrated unit goes home), and the state saved spent on one of the best moves the budget blocked. A
         twin of close load leaves both nodes of the route about where they were, so it frees budget at little
         cost in balance; exact on the (up to six) nodes touched."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         if not len(units) or not len(migrated):
             return []
         share, state = self.share, self.state
@@ -714,7 +720,7 @@ class LocalSearch:
             nodes += [src, dst]
             deltas += [-share[units] / capacity[src], share[units] / capacity[dst]]
         worst, ok = self.evaluate(nodes, deltas)
-        good = np.flatnonzero(ok & (worst < d - TOLERANCE))
+        good = _indices(ok & (worst < d - TOLERANCE))
         priced = [self.budget_delta(units[good], dst[good]) for units, _, dst in legs]
         delta_n, delta_c = priced[0]
         for more_n, more_c in priced[1:]:
@@ -756,7 +762,7 @@ class LocalSearch:
         band or lands more nodes inside it than it pushes out, and `max_steps` caps it."""
         staying, share, capacity = self.staying, self.share, self.capacity
         if by_size is None:
-            by_size = np.flatnonzero(self.movable)
+            by_size = _indices(self.movable)
             by_size = by_size[np.argsort(share[by_size], kind="stable")]
         sizes = share[by_size]
         for _ in range(max_steps):
@@ -766,8 +772,8 @@ class LocalSearch:
             out = staying & (np.abs(r) > band)
             if not out.any():
                 return
-            dests = _smallest(np.flatnonzero(staying & (r < band)), r, FILL_NODES)
-            units = np.flatnonzero(self.movable & staying[self.assignment] & (r[self.assignment] > -band))
+            dests = _smallest(_indices(staying & (r < band)), r, FILL_NODES)
+            units = _indices(self.movable & staying[self.assignment] & (r[self.assignment] > -band))
             if not len(dests) or not len(units):
                 return
             where, points = self.assignment[units], share[units]
@@ -775,7 +781,7 @@ class LocalSearch:
             # under node inside the band, from any node that may give it
             lands = out[where] & (np.abs(r[where] - points / capacity[where]) <= band)
             parts = [_pairs(units[lands], dests)]
-            under = _smallest(np.flatnonzero(out & (r < 0)), r, FILL_NODES)
+            under = _smallest(_indices(out & (r < 0)), r, FILL_NODES)
             if len(under):
                 # per under node, the units of a size that lands it (at most FILL_UNITS, the closest to the
                 # exact fit): a window of the units sorted by size, not units x nodes (100,000 units at scale)
@@ -836,7 +842,7 @@ class LocalSearch:
             score = np.maximum(np.abs(r[src]) - band, 0) + np.maximum(np.abs(r[dests]) - band, 0)
             score -= np.maximum(np.abs(after_src) - band, 0) + np.maximum(np.abs(after_dst) - band, 0)
             ok &= (landed >= 0) & (score > TOLERANCE)
-        good = np.flatnonzero(ok)
+        good = _indices(ok)
         delta_n, delta_c = self.budget_delta(units[good], dests[good])
         fits = self.within_budget(delta_n, delta_c)
         good, delta_c = good[fits], delta_c[fits]
