@@ -154,17 +154,21 @@ class LocalSearch:
 
     def key(self) -> tuple[float, float]:
         """(d, -(du + dl)): the MILP's lexicographic objective, rounded so float noise does not count as progress."""
-        util = self.util[self.active_nodes]
+        util = self.util if self.all_staying else self.util[self.active_nodes]
         high, low = float(util.max()) - self.mean, self.mean - float(util.min())
         d = max(high, low, 0.0)
         return round(d, 9), -round((d - high) + (d - low), 9)
 
     def apply(self, steps: list[tuple[int, int]]) -> None:
         for unit, dest in steps:
-            delta_n, delta_c = self.budget_delta(np.array([unit]), np.array([dest]))
-            self.used_moves += int(delta_n[0])
-            self.used_cost += float(delta_c[0])
-            source = int(self.assignment[unit])
+            # budget_delta of one move, on Python scalars (the same float operations, without the arrays)
+            source, home = int(self.assignment[unit]), int(self.original[unit])
+            counted = bool(self.counts[unit])
+            before, after = counted and source != home, counted and dest != home
+            self.used_moves += int(after) - int(before)
+            if self.costed:
+                state = float(self.state[unit])
+                self.used_cost += (state if after else 0.0) - (state if before else 0.0)
             self.util[source] -= self.share[unit] / self.capacity[source]
             self.util[dest] += self.share[unit] / self.capacity[dest]
             self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
@@ -173,9 +177,12 @@ class LocalSearch:
         if self._arrivals > max(1024, len(self._by_node) // 4):
             self._index()
 
-    def apply_distinct(self, units: IntArray, dests: IntArray) -> None:
-        """Many moves at once (distinct units; no resource caps: they are checked one move at a time)."""
-        delta_n, delta_c = self.budget_delta(units, dests)
+    def apply_distinct(
+        self, units: IntArray, dests: IntArray, deltas: tuple[IntArray, FloatArray] | None = None
+    ) -> None:
+        """Many moves at once (distinct units; no resource caps: they are checked one move at a time); `deltas`:
+        their budget_delta when the caller has it already."""
+        delta_n, delta_c = self.budget_delta(units, dests) if deltas is None else deltas
         self.used_moves += int(delta_n.sum())
         self.used_cost += float(delta_c.sum())
         sources = self.assignment[units]
@@ -522,7 +529,7 @@ class LocalSearch:
             if moves + dn <= self.max_moves and cost + dc <= self.max_cost * (1 + 1e-12):
                 chosen.append(k)
                 moves, cost = moves + dn, cost + dc
-        self.apply_distinct(units[chosen], lo[chosen])
+        self.apply_distinct(units[chosen], lo[chosen], (delta_n[chosen], delta_c[chosen]))
         return bool(chosen)
 
     def _pair_round(self, deadline: float, target: float) -> bool:
