@@ -365,12 +365,19 @@ def _feasible_on_lists(
     sorted_segments = all(a <= b for _, seg in segments for a, b in itertools.pairwise(seg))
 
     def feasible(t: float) -> bool:
-        excess = [max(0.0, u - mean - t) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
-        deficit = [max(0.0, mean - t - u) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
+        # max(0.0, x) * c / 100.0 as a conditional (0.0 either way when x <= 0 or NaN; no call per node)
+        excess = [
+            x * c / 100.0 if (x := u - mean - t) > 0.0 else 0.0
+            for u, c in zip(util_l, capacity_l, strict=True)
+        ]
+        deficit = [
+            x * c / 100.0 if (x := mean - t - u) > 0.0 else 0.0
+            for u, c in zip(util_l, capacity_l, strict=True)
+        ]
         if pairwise_sum(excess) > limit or pairwise_sum(deficit) > limit:
             return False
         need = [e * (1 - RELATIVE_TOLERANCE) if e > tolerance else 0.0 for e in excess]
-        if any(n > room for n, room in zip(need, own_room, strict=True)):
+        if any(map(operator.gt, need, own_room)):
             return False
         under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
         if count_limit is not None:
