@@ -356,13 +356,10 @@ def _feasible_on_lists(
     # The units a node's need calls for (those whose larger units before them on the node do not cover it yet) are
     # a prefix of its segment: when every segment's sums before are non-decreasing (sums of loads >= 0 are; checked
     # here, else the pass over every unit), their count is one bisection per node instead of a pass per unit.
-    segments: list[tuple[int, list[float]]] = []
-    for node, before in zip(size_nodes_l, size_before_l, strict=True):
-        if segments and segments[-1][0] == node:
-            segments[-1][1].append(before)
-        else:
-            segments.append((node, [before]))
-    sorted_segments = all(a <= b for _, seg in segments for a, b in itertools.pairwise(seg))
+    same_node = size_nodes[1:] == size_nodes[:-1]
+    sorted_segments = bool(np.all(size_before[1:][same_node] >= size_before[:-1][same_node]))
+    edges = [0, *((~same_node).nonzero()[0] + 1).tolist(), len(size_nodes_l)]
+    segments = [(size_nodes_l[a], size_before_l[a:b]) for a, b in itertools.pairwise(edges) if b > a]
 
     def feasible(t: float) -> bool:
         # max(0.0, x) * c / 100.0 as a conditional (0.0 either way when x <= 0 or NaN; no call per node)
