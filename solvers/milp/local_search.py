@@ -229,7 +229,9 @@ class LocalSearch:
         if not self.all_staying:
             deviation = np.where(self.staying[node], deviation, 0.0)
         fits = (total <= 1e-12) | (after <= self.cap * (1 + 1e-12))
-        return deviation.reshape(roles, count).max(axis=0), fits.reshape(roles, count).all(axis=0)
+        worst: FloatArray = deviation.reshape(roles, count).max(axis=0)
+        ok: BoolArray = fits.reshape(roles, count).all(axis=0)
+        return worst, ok
 
     def _evaluate_legs(
         self, first: tuple[IntArray, IntArray, FloatArray], second: tuple[IntArray, IntArray, FloatArray]
