@@ -230,7 +230,7 @@ class LocalSearch:
             deviation = np.where(self.staying[node], deviation, 0.0)
         fits = (total <= 1e-12) | (after <= self.cap * (1 + 1e-12))
         worst: FloatArray = deviation.reshape(roles, count).max(axis=0)
-        ok: BoolArray = fits.reshape(roles, count).all(axis=0)
+        ok = np.asarray(fits.reshape(roles, count).all(axis=0), dtype=np.bool_)
         return worst, ok
 
     def _evaluate_legs(
