@@ -330,8 +330,7 @@ class LocalSearch:
 
     def step(self) -> bool:
         """Take the best improving step; False when there is none."""
-        util = self.util[self.active_nodes]
-        deviation = util - self.mean
+        deviation = (self.util if self.all_staying else self.util[self.active_nodes]) - self.mean
         position = int(np.abs(deviation).argmax())
         d = float(abs(deviation[position]))
         if d <= TOLERANCE:
@@ -487,7 +486,10 @@ class LocalSearch:
 
     def _flux_pairs(self, target: float) -> tuple[IntArray, IntArray]:
         """The pairs of a Flux round, most apart first, up to the first that needs no move."""
-        order = self.active_nodes[(-self.util[self.active_nodes]).argsort(kind="stable")]
+        if self.all_staying:  # the staying nodes are 0..n-1: their order is the argsort itself
+            order = (-self.util).argsort(kind="stable")
+        else:
+            order = self.active_nodes[(-self.util[self.active_nodes]).argsort(kind="stable")]
         half = len(order) // 2
         his, los = order[:half], order[::-1][:half]
         gap = self.util[his] - self.util[los]
