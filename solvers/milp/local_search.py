@@ -356,8 +356,12 @@ class LocalSearch:
             delta_n[improving], delta_c[improving] = self.budget_delta(units[improving], dests[improving])
             fits = self.within_budget(delta_n[improving], delta_c[improving])
             allowed = improving[fits]
-            for i in self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]:
-                candidates.append((float(worst[i]), [(int(units[i]), int(dests[i]))]))
+            top = self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]
+            # Python numbers through tolist (one call per array, not one per element): the same values
+            for w, unit, dest in zip(
+                worst[top].tolist(), units[top].tolist(), dests[top].tolist(), strict=True
+            ):
+                candidates.append((w, [(unit, dest)]))
             blocked = _smallest(improving[~fits], worst, COMPOUND_MOVES)
             blocked_units, blocked_dests = units[blocked], dests[blocked]
         if not candidates:  # compound steps are cheap to evaluate (few blocked moves x the migrations): first
@@ -575,7 +579,16 @@ class LocalSearch:
         dn2, dc2 = self.budget_delta(theirs[good], here[good])
         good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
         best = _smallest(good, worst, RESOURCE_TRIES)
-        return [(float(worst[i]), [(int(mine[i]), int(other[i])), (int(theirs[i]), node)]) for i in best]
+        return [
+            (w, [(a, b), (c, node)])
+            for w, a, b, c in zip(
+                worst[best].tolist(),
+                mine[best].tolist(),
+                other[best].tolist(),
+                theirs[best].tolist(),
+                strict=True,
+            )
+        ]
 
     def _compound_candidates(
         self, units: IntArray, dests: IntArray, d: float
@@ -618,7 +631,17 @@ class LocalSearch:
         dn1, dc1 = self.budget_delta(v[good], to[good])
         dn2, dc2 = self.budget_delta(r[good], home[good])
         best = _smallest(good[self.within_budget(dn1 + dn2, dc1 + dc2)], worst, RESOURCE_TRIES)
-        return [(float(worst[i]), [(int(r[i]), int(home[i])), (int(v[i]), int(to[i]))]) for i in best]
+        return [
+            (w, [(a, b), (c, e)])
+            for w, a, b, c, e in zip(
+                worst[best].tolist(),
+                r[best].tolist(),
+                home[best].tolist(),
+                v[best].tolist(),
+                to[best].tolist(),
+                strict=True,
+            )
+        ]
 
     def _chain_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
         """Ejection chains of two links that cost no more budget than the first: a move at the worst node that
