@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solvers.instance import AssignmentInstance
-from solvers.milp import local_search
+from solvers.milp import bounds, local_search
 from solvers.milp.local_search import LocalSearch
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -107,3 +107,25 @@ def test_one_call_helpers_equal_numpy() -> None:
     mask = values > 2
     assert np.array_equal(local_search._indices(mask), np.flatnonzero(mask))
     assert local_search._first_of_runs(values).tolist() == [0, 2, 3, 6]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    loads=st.lists(
+        st.sampled_from([0.0, 0.5, 1.5, 2.25, 3.0, 1e-300, 5e-324, 2.5e-323, 3e-323, 1e300, 7.0, 0.1, 0.3])
+        | st.floats(0.0, 1e6, allow_nan=False, allow_infinity=False)
+        | st.integers(0, 50).map(lambda k: k * 0.125),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_common_step_with_its_scalar_precheck_is_common_step_without(loads: list[float]) -> None:
+    values = np.array(loads)
+    fast = bounds.common_step(values)
+    original = bounds._first_values_fail_every_step
+    try:
+        bounds._first_values_fail_every_step = lambda values, smallest: False
+        slow = bounds.common_step(values)
+    finally:
+        bounds._first_values_fail_every_step = original
+    assert fast == slow
