@@ -152,6 +152,13 @@ class LocalSearch:
     def distance(self) -> float:
         return float(np.max(np.abs(self.util[self.active_nodes] - self.mean)))
 
+    def state_key(self) -> tuple[bytes, bytes, int, float] | None:
+        """Everything a descent from here depends on, to the bit (assignment, utilizations, budget used): two
+        states with the same key descend through the same steps. None under resource caps (not part of it)."""
+        if self.resources.has_resources:
+            return None
+        return self.assignment.tobytes(), self.util.tobytes(), self.used_moves, self.used_cost
+
     def key(self) -> tuple[float, float]:
         """(d, -(du + dl)): the MILP's lexicographic objective, rounded so float noise does not count as progress."""
         util = self.util if self.all_staying else self.util[self.active_nodes]
