@@ -359,9 +359,13 @@ class LocalSearch:
             )
             # few moves improve: their budget change only
             improving = _indices(ok & (worst < d - TOLERANCE) & (sources != dests))
-            delta_n, delta_c = np.zeros(len(units), dtype=np.int64), np.zeros(len(units))
-            delta_n[improving], delta_c[improving] = self.budget_delta(units[improving], dests[improving])
-            fits = self.within_budget(delta_n[improving], delta_c[improving])
+            improving_n, improving_c = self.budget_delta(units[improving], dests[improving])
+            fits = self.within_budget(improving_n, improving_c)
+            # the cost change by candidate: only the ranking under a cost budget reads it
+            delta_c = np.zeros(0)
+            if self.costed:
+                delta_c = np.zeros(len(units))
+                delta_c[improving] = improving_c
             allowed = improving[fits]
             top = self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]
             # Python numbers through tolist (one call per array, not one per element): the same values
@@ -522,9 +526,10 @@ class LocalSearch:
         units = _indices(self.movable & (position[self.assignment] >= 0))
         pos = position[self.assignment[units]]
         hi, lo = his[pos], los[pos]
-        gap = self.util[hi] - self.util[lo]
-        shift = share[units] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
-        after = self.util[lo] + share[units] / capacity[lo]
+        util_lo, share_units, capacity_lo = self.util[lo], share[units], capacity[lo]  # each read once
+        gap = self.util[hi] - util_lo
+        shift = share_units * (1.0 / capacity[hi] + 1.0 / capacity_lo)
+        after = util_lo + share_units / capacity_lo
         delta_n, delta_c = self.budget_delta(units, lo)
         ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
         ok &= self.within_budget(delta_n, delta_c)
