@@ -2,7 +2,7 @@
 (issue 9: the worker's CPU per small request) can be checked to give the same plans, statuses and bounds: run
 `python -m bench.milp_answers_hash` in both trees (e.g. `PYTHONPATH=/tmp/base` from /tmp/base) and compare the lines.
 
-What is hashed, per snapshot (5-40 nodes x 20-400 units; no budget, a migration count or a cost budget; draining
+What is hashed, per snapshot (5-40 nodes x 20-400 units, or with `--large` 60-200 x 1,000-6,000; no budget, a migration count or a cost budget; draining
 nodes, pins, units without a node, mixed capacities, integer (tie-heavy) or real loads, some with a capped resource):
 - `solve_milp` up to the end of its starts (a generous limit, so no time share cuts a start or a descent; the rounds
   after the starts are stubbed out, since their CP-SAT slices and the perturbations' time shares follow the clock):
@@ -33,10 +33,10 @@ from solvers.milp.bounds import lower_bound
 from solvers.milp.local_search import LocalSearch
 
 
-def random_snapshot(seed: int) -> AssignmentInstance:
+def random_snapshot(seed: int, large: bool = False) -> AssignmentInstance:
     rng = np.random.default_rng(10_000 + seed)
-    n = int(rng.integers(5, 41))
-    u = int(rng.integers(20, 401))
+    n = int(rng.integers(5, 41)) if not large else int(rng.integers(60, 201))
+    u = int(rng.integers(20, 401)) if not large else int(rng.integers(1_000, 6_001))
     capacity = rng.choice([100.0, 100.0, 200.0, 400.0], size=n) if rng.random() < 0.3 else np.full(n, 100.0)
     draining = np.zeros(n, dtype=bool)
     if rng.random() < 0.3:
@@ -164,10 +164,11 @@ def main() -> None:
     parser.add_argument("--snapshots", type=int, default=500)
     parser.add_argument("--throughput", type=int, default=64)
     parser.add_argument("--verbose", action="store_true", help="one hash per snapshot")
+    parser.add_argument("--large", action="store_true", help="60-200 nodes x 1,000-6,000 units instead")
     args = parser.parse_args()
     digest = hashlib.sha256()
     for seed in range(args.snapshots):
-        one = json.dumps(snapshot_answer(random_snapshot(seed))).encode()
+        one = json.dumps(snapshot_answer(random_snapshot(seed, args.large))).encode()
         digest.update(one)
         if args.verbose:
             print(seed, hashlib.sha256(one).hexdigest()[:16], flush=True)
