@@ -89,14 +89,14 @@ def _segments(nodes: IntArray, key: FloatArray) -> tuple[IntArray, FloatArray]:
     before it on the same node (its rank)."""
     order = np.lexsort((key, nodes))
     sorted_nodes = nodes[order]
-    first = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    first = sorted_nodes.searchsorted(sorted_nodes, side="left")
     return order, (np.arange(len(order)) - first).astype(np.float64)
 
 
 def _segment_exclusive_prefix(sorted_nodes: IntArray, values: FloatArray) -> FloatArray:
     """Sum of the values before each position on the same node (values already in segment order)."""
-    total = np.cumsum(values) - values
-    first = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    total = values.cumsum() - values
+    first = sorted_nodes.searchsorted(sorted_nodes, side="left")
     return np.asarray(total - total[first] + 0.0, dtype=np.float64)
 
 
@@ -161,7 +161,9 @@ def hot_unit_bound(instance: AssignmentInstance) -> float:
     on_draining[placed] = instance.draining[instance.current[placed]]
     bound = 0.0
     # Units that must end on a staying node: not on a draining node now (pinned units there stay there).
-    must = np.sort(load[~on_draining])[::-1]
+    must = load[~on_draining]
+    must.sort()  # (a copy: boolean indexing)
+    must = must[::-1]
     if len(must):
         bound = max(bound, 100.0 * float(must[0]) / c_max - mean)
     n_active = int(active.sum())
@@ -266,7 +268,12 @@ def lower_bound(
     mov_load = instance.load[mov_units]
     mov_cost = instance.state_size[mov_units]
     moved_max = (
-        float(_knapsack_load(instance, np.zeros_like(mov_nodes), mov_load, mov_cost, 1)[0]) + free_load
+        float(
+            _knapsack_load(instance, np.zeros(len(mov_nodes), dtype=mov_nodes.dtype), mov_load, mov_cost, 1)[
+                0
+            ]
+        )
+        + free_load
     )
     node_load = np.bincount(instance.current[placed], weights=instance.load[placed], minlength=n_nodes)
     active = instance.active
@@ -276,8 +283,8 @@ def lower_bound(
     # Per node: what it alone can shed (its own movable load within the budget) or receive.
     shed = _knapsack_load(instance, mov_nodes, mov_load, mov_cost, n_nodes)
     per_node = max(
-        float(np.max(util - mean - 100.0 * shed[active] / capacity)),
-        float(np.max(mean - util - 100.0 * moved_max / capacity)),
+        float((util - mean - 100.0 * shed[active] / capacity).max()),
+        float((mean - util - 100.0 * moved_max / capacity).max()),
         0.0,
     )
     static = max(per_node, hot_unit_bound(instance), granularity_bound(instance))
@@ -304,7 +311,9 @@ def lower_bound(
     by_ratio = _segments(own_nodes, cover_ratio)[0] if cost_limit is not None else np.zeros(0, dtype=np.int64)
     ratio_nodes, ratio_load, ratio_cost = own_nodes[by_ratio], own_load[by_ratio], own_cost[by_ratio]
     ratio_before = _segment_exclusive_prefix(ratio_nodes, ratio_load)
-    global_prefix = np.cumsum(np.sort(mov_load)[::-1])
+    by_load = mov_load.copy()
+    by_load.sort()
+    global_prefix = by_load[::-1].cumsum()
     global_cover = _CostCover(mov_load, mov_cost) if cost_limit is not None else None
     tolerance = 1e-9
 
@@ -342,7 +351,7 @@ def lower_bound(
             util, mean, capacity, moved_max, own_total, count_limit, cost_limit, size_before, size_nodes,
             free_load, global_prefix, ratio_nodes, ratio_before, ratio_load, ratio_cost, global_cover,
         )  # fmt: skip
-    lo, hi = 0.0, float(np.max(np.abs(util - mean)))
+    lo, hi = 0.0, float(np.abs(util - mean).max())
     if test(lo):
         return LowerBound(static, max(static, lo), test, static)
     lo, hi = _bisect(test, lo, hi, deadline, relative_precision)
