@@ -395,7 +395,12 @@ def _feasible_on_lists(
     same_node = size_nodes[1:] == size_nodes[:-1]
     sorted_segments = bool(np.all(size_before[1:][same_node] >= size_before[:-1][same_node]))
     edges = [0, *((~same_node).nonzero()[0] + 1).tolist(), len(size_nodes_l)]
-    segments = [(size_nodes_l[a], size_before_l[a:b]) for a, b in itertools.pairwise(edges) if b > a]
+    segment_of: list[list[float]] = [
+        [] for _ in own_total_l
+    ]  # by node (an empty one: no unit is ever needed)
+    for a, b in itertools.pairwise(edges):
+        if b > a:
+            segment_of[size_nodes_l[a]] = size_before_l[a:b]
 
     def feasible(t: float) -> bool:
         # max(0.0, x) * c / 100.0 as a conditional (0.0 either way when x <= 0 or NaN; no call per node)
@@ -415,7 +420,8 @@ def _feasible_on_lists(
         under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
         if count_limit is not None:
             if sorted_segments:
-                out_count = sum([bisect.bisect_left(seg, need[node]) for node, seg in segments])
+                # a node without need counts none (its sums before start at 0.0)
+                out_count = sum([bisect.bisect_left(segment_of[i], n) for i, n in enumerate(need) if n > 0.0])
             else:
                 out_count = sum(map(operator.lt, size_before_l, map(need.__getitem__, size_nodes_l)))
             if out_count > count_limit:
