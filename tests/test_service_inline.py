@@ -128,6 +128,56 @@ def test_inline_and_worker_answers_are_the_same_bytes(
         assert plan_check.check_plan(snapshot, inline_answer.json()) == []
 
 
+def _without_the_middleware(app: Any) -> Any:
+    """The app with its plan route answering plan requests (the InlinePlans middleware taken out before its
+    middleware stack is built, on the first request)."""
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not inline.InlinePlans]
+    return app
+
+
+def _answer_bytes(response: httpx.Response) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status, headers (but the request id, fresh per request) and body, the solve time (and so the length) and
+    phases left out."""
+    headers = [
+        (k, "" if k == "content-length" else v)
+        for k, v in response.headers.items()
+        if k not in ("x-request-id", "server-timing")
+    ]
+    return response.status_code, headers, _same_but_timing(response.content)
+
+
+def test_the_middleware_answers_as_the_plan_route_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The InlinePlans middleware answers every plan request before routing (small ones here, the rest through a
+    worker): status, headers and body as the plan route's own, for a small plan, a worker's plan, a worker's 422 and
+    a 503 problem of the pool (a deterministic algorithm: milp's plan may change with the time it gets)."""
+    settings_ = Settings(pool_size=1, queue_size=4)
+    middleware, route = create_app(settings_), _without_the_middleware(create_app(settings_))
+    try:
+        bodies = [
+            json.dumps(make_snapshot(algorithm={"name": "flux"})).encode(),
+            json.dumps(
+                make_snapshot(windows=3, algorithm={"name": "flux"})
+            ).encode(),  # not small: a worker's
+            json.dumps(
+                {**make_snapshot(time_limit_s=0.5), "units": [{"id": "u", "node": "x", "load": 1}]}
+            ).encode(),
+        ]
+        for body in bodies:
+            assert _answer_bytes(_post(middleware, body)) == _answer_bytes(_post(route, body))
+        assert _inline_count(middleware) == _inline_count(route) == 1
+
+        async def saturated(*args: Any) -> Any:
+            raise middleware.state.pool._saturated()
+
+        monkeypatch.setattr(inline, "plan_in_worker", saturated)
+        full = _answer_bytes(_post(middleware, bodies[1]))
+        assert full[0] == 503 and ("retry-after", "1") in full[1]
+        assert full == _answer_bytes(_post(route, bodies[1]))
+    finally:
+        middleware.state.pool.shutdown()
+        route.state.pool.shutdown()
+
+
 def _not_small_cases() -> dict[str, bytes]:
     flux = {"name": "flux"}
     padded = make_snapshot(n_nodes=8, units_per_node=25, algorithm=flux)  # 200 units: under the unit cap
