@@ -201,6 +201,17 @@ def _not_small_cases() -> dict[str, bytes]:
     }
 
 
+def test_only_a_body_that_may_be_small_is_decoded_inline() -> None:
+    """The byte-level shortcut before the watchdog: a body naming no inline algorithm, or over the body cap (not even
+    scanned), goes to a worker undecoded; a small flux body is tried."""
+    cases = _not_small_cases()
+    assert planning.may_be_small(json.dumps(make_snapshot(algorithm={"name": "flux"})).encode())
+    assert not planning.may_be_small(cases["milp"])
+    assert not planning.may_be_small(cases["no algorithm (milp by default)"])
+    assert not planning.may_be_small(cases["body over the cap"])
+    assert planning.may_be_small(cases["load series"])  # decoded, then found not small
+
+
 @pytest.mark.parametrize("case", sorted(_not_small_cases()))
 def test_a_request_that_is_not_small_never_goes_inline(apps: tuple[Any, Any], case: str) -> None:
     body = _not_small_cases()[case]
