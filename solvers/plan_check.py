@@ -243,7 +243,6 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # validator runs on every plan, up to 250,000 units).
     unit_list = list(request["units"])
     unit_ids = list(map(itemgetter("id"), unit_list))
-    units = dict(zip(unit_ids, unit_list, strict=True))
     scaling = plan.get("scaling") or {}
     added = list(scaling.get("add_nodes", []))
     removed = set(scaling.get("remove_nodes", []))
@@ -267,7 +266,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
 
     assignment: Mapping[str, str] = plan.get("assignment", {})
     assigned_to = list(map(assignment.get, unit_ids))
-    if None in assigned_to or len(assignment) != len(units) or len(units) != len(unit_ids):
+    if None in assigned_to or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
+        units = dict(zip(unit_ids, unit_list, strict=True))
         missing = [u for u in units if u not in assignment]
         extra = [u for u in assignment if u not in units]
         if missing:
@@ -303,9 +303,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     if small:
         # the units on another node now (a C-level scan), then the rules on those few only
         changed_list = list(compress(range(n_units), map(ne, after_list, before_list)))
-        pinned_list = list(map(dict.get, unit_list, repeat("pinned"), repeat(False)))
         broken = (any(removed_mask) and any(map(removed_mask.__getitem__, after_list))) or any(
-            [pinned_list[k] or blocked_mask[after_list[k]] for k in changed_list]
+            [unit_list[k].get("pinned", False) or blocked_mask[after_list[k]] for k in changed_list]
         )
     else:
         where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
@@ -348,8 +347,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # Nodes that receive a unit; the units that migrate (placed before, elsewhere now) and their state sizes.
     receivers = {after_list[k] for k in changed_list}
     moved_list = [k for k in changed_list if before_list[k] >= 0]
-    sizes = list(map(dict.get, unit_list, repeat("state_size"), repeat(0.0)))
-    want_cost_list = [float(sizes[k]) for k in moved_list]
+    want_cost_list = [float(unit_list[k].get("state_size", 0.0)) for k in moved_list]
 
     moves = list(plan.get("moves", []))
     reported_units = list(map(itemgetter("unit"), moves))
