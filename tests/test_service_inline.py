@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import time
@@ -281,6 +282,26 @@ def test_a_runaway_inline_plan_is_handed_to_a_worker_and_stopped_at_the_deadline
         assert time.monotonic() - started < 0.3 + 1.0 + 0.5
         assert app.state.pool.recycled == 1
         assert _inline_count(app) == 0
+    finally:
+        app.state.pool.shutdown()
+
+
+def _exit_the_worker(instance: AssignmentInstance, params: Any, time_limit: float) -> Plan:
+    os._exit(3)  # a worker that dies mid-request (a crash, the OOM killer): its pipe ends
+
+
+def test_a_worker_that_dies_mid_request_is_a_503_and_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipe's end (EOF on the reader that waits for the answer) is the 503 'Solver worker died' with Retry-After,
+    the worker is replaced, and the next request is planned."""
+    monkeypatch.setitem(REGISTRY, "milp", replace(REGISTRY["milp"], solve=_exit_the_worker))
+    app = create_app(Settings(pool_size=1, queue_size=0))  # workers forked after the patch: they inherit it
+    try:
+        died = _post(app, json.dumps(make_snapshot(algorithm={"name": "milp"}, time_limit_s=1)).encode())
+        assert died.status_code == 503, died.text
+        assert died.json()["title"] == "Solver worker died" and died.headers["retry-after"] == "1"
+        assert app.state.pool.recycled == 1
+        planned = _post(app, json.dumps(make_snapshot(windows=3, algorithm={"name": "flux"})).encode())
+        assert planned.status_code == 200, planned.text
     finally:
         app.state.pool.shutdown()
 
