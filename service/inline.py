@@ -17,18 +17,23 @@ thread, e.g. an app driven by a test client's portal thread, or no SIGALRM on th
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
 from typing import Any
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.errors import ProblemError
 from service.middleware import RECEIVED_AT
-from service.planning import PATH, PlanJob, plan_if_small
-from service.pool import WorkerAnswer
+from service.planning import PATH, PlanJob, may_be_small, plan_if_small
+from service.pool import DeadlineExceeded, SolverPool, WorkerAnswer, WorkerDied
 from service.settings import Settings
 from service.telemetry import record_plan_answer
+
+log = logging.getLogger("trimtab")
 
 # 50 ms: over 5x the slowest small request measured at the caps (8.8 ms CPU, bench/reliability/inline_worst.py) and
 # 60x a typical one; far below any deadline (time_limit_s + 1 s), so an abandoned attempt leaves the worker all but
@@ -64,13 +69,15 @@ def available() -> bool:
 
 
 def plan_here(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
-    """The answer of a small request planned in this process, or None: inline plans are off, this thread cannot run
-    the watchdog, or `plan_inline` gave up (not small, the body too large included, or the watchdog fired).
+    """The answer of a small request planned in this process, or None: inline plans are off, the body cannot
+    hold a small request (service.planning.may_be_small, asked before the watchdog is armed), this thread
+    cannot run the watchdog, or `plan_inline` gave up (not small, the body too large included, or the watchdog
+    fired).
 
     Small requests stay here even while the loop is the bottleneck: sending some to idle workers then measured 5 %
     more plans a second but twice the p99 latency (56 ms against 25-28 ms, bare FastAPI 30 ms; 25 Nov, quiet
     machine)."""
-    if not settings.inline_small_plans or not available():
+    if not settings.inline_small_plans or not may_be_small(job.body) or not available():
         return None
     return plan_inline(settings, job)
 
@@ -95,33 +102,53 @@ def plan_inline(
         return None
 
 
+async def plan_in_worker(pool: SolverPool, settings: Settings, job: PlanJob) -> WorkerAnswer:
+    """The answer of a plan request planned by a solver worker, under the hard deadline; ProblemError (503) when the
+    pool is full, the deadline passes or the worker dies."""
+    # Until the worker has parsed the body it does not know time_limit_s: the longest allowed limit bounds that part.
+    provisional = job.started + settings.max_time_limit_s + settings.deadline_slack_s
+    try:
+        return await pool.run_isolated(job, provisional)
+    except DeadlineExceeded as exc:
+        raise ProblemError(
+            503,
+            "Deadline exceeded",
+            f"{exc}: the request was stopped at time_limit_s + {settings.deadline_slack_s:g} s; send a longer "
+            "time_limit_s or a smaller snapshot, or retry when the service is less busy",
+            headers={"Retry-After": str(pool.retry_after_s)},
+        ) from exc
+    except WorkerDied as exc:
+        log.error("solver worker died on %s: %s", PATH, exc)
+        raise ProblemError(
+            503,
+            "Solver worker died",
+            "the worker planning this request exited (it was replaced); retry",
+            headers={"Retry-After": str(pool.retry_after_s)},
+        ) from exc
+
+
 class InlinePlans:
-    """ASGI middleware, the innermost of the app's own (inside auth and the body limits): a small plan request is
-    answered here, before FastAPI's routing, its dependency solving and its request and response objects (together
-    about 40 us of the ~0.5 ms a small plan costs in process); any other request, and a plan request that is not
-    small (see `plan_here`), goes on to the app with its body replayed, and the route sends it to a worker.
+    """ASGI middleware, the innermost of the app's own (inside auth and the body limits): answers every plan request
+    whose body has arrived whole (the body limit middleware reads it), before FastAPI's routing, its dependency
+    solving and its request and response objects: a small one planned here (see `plan_here`; about 40 us of the
+    ~0.5 ms a small plan costs in process), any other by a solver worker (`plan_in_worker`; 100 us of the service's
+    ~0.45 ms per worker request). Anything else goes on to the app (with the body replayed), where the plan route
+    does the same.
 
     The answer is the route's, byte for byte (status, body, headers in Starlette's order: the answer's own, then
-    content-length and content-type), counted in the same metrics, and the request names its route for the access
-    metrics as after routing."""
+    content-length and content-type; a problem through the app's own ProblemError handler), counted in the same
+    metrics, and the request names its route for the access metrics as after routing."""
 
-    def __init__(self, app: ASGIApp, settings: Settings, route: Any) -> None:
-        self.app, self.settings = app, settings
+    def __init__(self, app: ASGIApp, settings: Settings, pool: SolverPool, route: Any) -> None:
+        self.app, self.settings, self.pool = app, settings, pool
         self.route = route  # the plan route (its template labels the request's metrics, as after routing)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") != PATH or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        # The body limit middleware has read the whole body: it arrives as one message.
         message = await receive()
-        whole = message["type"] == "http.request" and not message.get("more_body", False)
-        answer = None
-        if whole:
-            started = scope.get("state", {}).get(RECEIVED_AT, time.monotonic())
-            answer = plan_here(self.settings, PlanJob(message.get("body", b""), started))
-        scope.setdefault("state", {})[INLINE_TRIED] = True
-        if answer is None:
+        if message["type"] != "http.request" or message.get("more_body", False):  # not whole: to the route
             replayed = False
 
             async def replay() -> Message:
@@ -134,7 +161,19 @@ class InlinePlans:
             await self.app(scope, replay, send)
             return
         scope["route"] = self.route
-        record_plan_answer(scope, answer, inline=True)
+        started = scope.get("state", {}).get(RECEIVED_AT, time.monotonic())
+        job = PlanJob(message.get("body", b""), started)
+        answer = plan_here(self.settings, job)
+        planned_here = answer is not None
+        if answer is None:
+            try:
+                answer = await plan_in_worker(self.pool, self.settings, job)
+            except ProblemError as exc:
+                handler = scope["app"].exception_handlers[ProblemError]
+                response = await handler(Request(scope, receive, send), exc)
+                await response(scope, receive, send)
+                return
+        record_plan_answer(scope, answer, inline=planned_here)
         headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
         headers += [
             (b"content-length", str(len(answer.body)).encode("latin-1")),
@@ -142,7 +181,3 @@ class InlinePlans:
         ]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": answer.body})
-
-
-# Request state key: the inline path has seen this request (the route then sends it straight to a worker).
-INLINE_TRIED = "trimtab_inline_tried"

@@ -71,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_problem_handlers(app)
     plan_route = next(r for r in assignment.router.routes if isinstance(r, APIRoute) and r.path == PLAN_PATH)
     # added first = innermost: inside auth and the body limits
-    app.add_middleware(InlinePlans, settings=settings, route=plan_route)
+    app.add_middleware(InlinePlans, settings=settings, pool=pool, route=plan_route)
     app.add_middleware(BearerAuthMiddleware, token=settings.auth_token, open_paths=open_paths(settings))
     app.add_middleware(
         BodyLimitMiddleware,

@@ -166,20 +166,24 @@ def plan_task(settings: Settings, job: PlanJob, announce: Callable[[float], None
     return _guarded(settings, lambda: _plan(settings, job, _parse(job), announce))
 
 
+def may_be_small(body: bytes) -> bool:
+    """Whether a body may hold a small request, from its bytes alone: at most INLINE_MAX_BODY_BYTES (a larger one is
+    not even scanned), and an inline algorithm's name in it as a JSON string. A body without one (a milp request)
+    cannot be small and goes to a worker undecoded (a scan of a few us instead of the 30 us decode and the
+    watchdog's set-up). Only a shortcut: a name spelled with escapes goes to the worker too, which answers the
+    same."""
+    return len(body) <= INLINE_MAX_BODY_BYTES and any(name in body for name in _INLINE_NAMES)
+
+
 def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
     """The whole plan request when it is small (see `is_small`), else None (the caller then sends the job to a worker
-    process). A body that does not name an inline algorithm goes to the worker at once (undecoded when no such name
-    appears in it, else after the 30 us decode); one that does is answered here whatever else it holds, bad input
-    included: the parse of a body this small is itself small. The same code as `plan_task` from the parse on, so
-    both give the same answer (tests/test_service_inline.py)."""
+    process). A body over INLINE_MAX_BODY_BYTES is not even parsed; one that does not name an inline algorithm goes
+    to the worker after the 30 us decode (callers ask `may_be_small` first, which spares that); one that does is
+    answered here whatever else it holds, bad input included: the parse of a body this small is itself small.
+    The same code as `plan_task` from the parse on, so both give the same answer (tests/test_service_inline.py)."""
 
     def small_plan() -> WorkerAnswer | None:
         if len(job.body) > INLINE_MAX_BODY_BYTES:  # not even parsed here
-            return None
-        # A body in which no inline algorithm's name appears as a JSON string (a milp request) cannot be small: to
-        # a worker without decoding it here (30 us saved per such request). Only a shortcut: a name spelled with
-        # escapes goes to the worker too, which answers the same.
-        if not any(name in job.body for name in _INLINE_NAMES):
             return None
         parse_started = (time.monotonic(), time.process_time())
         raw = _decode(job.body)

@@ -13,9 +13,9 @@ usage before); the reported before/after statistics and lower bound agree with a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -186,8 +186,8 @@ def _traffic_stats(
     request: Mapping[str, Any],
     total_load: float,
     unit_ids: list[str],
-    where_before: np.ndarray,
-    where_after: np.ndarray,
+    where_before: Sequence[int] | np.ndarray,
+    where_after: Sequence[int] | np.ndarray,
 ) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """Collocation factor (share of the traffic rate between units on one node) and load index (estimated load in
     percent of the state before, crossing traffic costing serialization_cost load units per unit of rate), before
@@ -207,7 +207,7 @@ def _traffic_stats(
     rates = [float(t["rate"]) for t in traffic]
     rate = np.array(rates, dtype=np.float64)
 
-    def crossing(where_known: np.ndarray) -> float:
+    def crossing(where_known: Sequence[int] | np.ndarray) -> float:
         where = np.append(where_known, -1)
         apart = (where[src] < 0) | (where[src] != where[dst])
         return math.fsum(rate[apart].tolist())
@@ -243,7 +243,6 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # validator runs on every plan, up to 250,000 units).
     unit_list = list(request["units"])
     unit_ids = list(map(itemgetter("id"), unit_list))
-    units = dict(zip(unit_ids, unit_list, strict=True))
     scaling = plan.get("scaling") or {}
     added = list(scaling.get("add_nodes", []))
     removed = set(scaling.get("remove_nodes", []))
@@ -267,7 +266,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
 
     assignment: Mapping[str, str] = plan.get("assignment", {})
     assigned_to = list(map(assignment.get, unit_ids))
-    if None in assigned_to or len(assignment) != len(units) or len(units) != len(unit_ids):
+    if None in assigned_to or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
+        units = dict(zip(unit_ids, unit_list, strict=True))
         missing = [u for u in units if u not in assignment]
         extra = [u for u in assignment if u not in units]
         if missing:
@@ -281,32 +281,57 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         unit_ids = list(units)
         assigned_to = list(map(assignment.get, unit_ids))
 
-    # Columns, one entry per unit in request order: the checks below are array operations, not a Python pass per
-    # unit (250,000 units), and each index is looked up once.
+    # Columns, one entry per unit in request order, each index looked up once. A plan of up to SMALL_UNITS units is
+    # checked on Python lists (numpy's per-call overhead would be most of the time: 30 calls on 100 units); a larger
+    # one with array operations, not a Python pass per unit (250,000 units). Both find the same units and rules.
     n_units = len(unit_ids)
     index = {n: i for i, n in enumerate(all_nodes)}
     n_all = len(all_nodes)
     current_list = list(map(dict.get, unit_list, repeat("node")))
     # A unit without a node (None, or a node the request does not name) is nowhere before the plan.
-    where_before = np.fromiter(map(index.get, current_list, repeat(-1)), dtype=np.int64, count=n_units)
+    before_list = list(map(index.get, current_list, repeat(-1)))
     after_list = list(map(index.get, assigned_to, repeat(-2)))
     if -2 in after_list:  # (a C-level scan first: a valid plan names known nodes only)
         for k in [k for k, i in enumerate(after_list) if i == -2]:
             problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
         return problems
-    where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
-    pinned = np.fromiter(map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units)
-    state_size = np.fromiter(
-        map(dict.get, unit_list, repeat("state_size"), repeat(0.0)), dtype=np.float64, count=n_units
-    )
-    removed_mask = np.array([n in removed for n in all_nodes], dtype=bool)
-    draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
-    marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
-    changed = where_after != where_before
-    # One test for the four rules first: a valid plan (every plan the service sends) breaks none, and the rules one by
-    # one cost four scans on a plan of a hundred units.
-    if (removed_mask[where_after] | (changed & (pinned | (draining_mask | marked_mask)[where_after]))).any():
-        for k in np.flatnonzero(removed_mask[where_after]).tolist():
+    removed_mask = [n in removed for n in all_nodes]
+    blocked_mask = [n in draining or n in marked for n in all_nodes]  # receive no unit that moves
+    small = n_units <= SMALL_UNITS
+    where_before: Any = before_list
+    where_after: Any = after_list
+    if small:
+        # the units on another node now (a C-level scan), then the rules on those few only
+        changed_list = list(compress(range(n_units), map(ne, after_list, before_list)))
+        broken = (any(removed_mask) and any(map(removed_mask.__getitem__, after_list))) or any(
+            [unit_list[k].get("pinned", False) or blocked_mask[after_list[k]] for k in changed_list]
+        )
+    else:
+        where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
+        where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
+        changed = where_after != where_before
+        changed_list = np.flatnonzero(changed).tolist()
+        pinned = np.fromiter(
+            map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units
+        )
+        # One test for the four rules first: a valid plan (every plan the service sends) breaks none.
+        broken = bool(
+            (
+                np.array(removed_mask, dtype=bool)[where_after]
+                | (changed & (pinned | np.array(blocked_mask, dtype=bool)[where_after]))
+            ).any()
+        )
+    if broken:  # named unit by unit, as arrays whatever the size (only a broken plan gets here)
+        where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
+        where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
+        changed = where_after != where_before
+        pinned = np.fromiter(
+            map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units
+        )
+        removed_at = np.array(removed_mask, dtype=bool)[where_after]
+        draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
+        marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
+        for k in np.flatnonzero(removed_at).tolist():
             problems.append(f"unit {unit_ids[k]!r} is on removed node {all_nodes[where_after[k]]!r}")
         for k in np.flatnonzero(changed & pinned).tolist():
             problems.append(
@@ -319,13 +344,14 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
                 f"unit {unit_ids[k]!r} moved onto node {all_nodes[where_after[k]]!r} that the plan marks for removal"
             )
         return problems
-    receiving = np.zeros(n_all, dtype=bool)
-    receiving[where_after[changed]] = True
-    moved = np.flatnonzero(changed & (where_before >= 0))
+    # Nodes that receive a unit; the units that migrate (placed before, elsewhere now) and their state sizes.
+    receivers = {after_list[k] for k in changed_list}
+    moved_list = [k for k in changed_list if before_list[k] >= 0]
+    want_cost_list = [float(unit_list[k].get("state_size", 0.0)) for k in moved_list]
 
     moves = list(plan.get("moves", []))
     reported_units = list(map(itemgetter("unit"), moves))
-    expected_ids = [unit_ids[k] for k in moved.tolist()]
+    expected_ids = [unit_ids[k] for k in moved_list]
     reported_set = set(reported_units)
     if len(reported_set) != len(moves):
         problems.append("a unit appears twice in moves")
@@ -339,33 +365,32 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             moves = [at[u] for u in expected_ids]
         # Compared as whole columns (up to 250,000 moves): from, to, and the cost within _close's tolerance; as
         # lists first (exactly equal columns, the common case, in one C-level comparison each).
-        moved_list = moved.tolist()
         src_list = list(map(dict.get, moves, repeat("from")))
         dst_list = list(map(itemgetter("to"), moves))
         cost_list = list(map(itemgetter("cost"), moves))
         want_src_list = [current_list[k] for k in moved_list]
-        want_dst_list = [all_nodes[i] for i in where_after[moved].tolist()]
-        want_cost = state_size[moved]
-        if src_list == want_src_list and dst_list == want_dst_list and cost_list == want_cost.tolist():
-            wrong = np.zeros(0, dtype=bool)
+        want_dst_list = [all_nodes[after_list[k]] for k in moved_list]
+        if src_list == want_src_list and dst_list == want_dst_list and cost_list == want_cost_list:
+            wrong: list[int] = []
         else:
+            want_cost = np.array(want_cost_list, dtype=np.float64).reshape(-1)
             cost = np.array(cost_list, dtype=np.float64).reshape(-1)
             tolerance = np.maximum(
                 REL_TOL * np.maximum(np.abs(cost), np.abs(want_cost)), ABS_TOL * np.maximum(1.0, want_cost)
             )
-            wrong = (
+            wrong = np.flatnonzero(
                 (_objects(src_list) != _objects(want_src_list))
                 | (_objects(dst_list) != _objects(want_dst_list))
                 | ~(np.abs(cost - want_cost) <= tolerance)
-            )
-        for j in np.flatnonzero(wrong).tolist():
-            k = int(moved[j])
+            ).tolist()
+        for j in wrong:
+            k = moved_list[j]
             problems.append(
                 f"move of {unit_ids[k]!r} reported as {(moves[j].get('from'), moves[j]['to'], float(moves[j]['cost']))}, "
-                f"is {(current_list[k], all_nodes[where_after[k]], float(state_size[k]))}"
+                f"is {(current_list[k], all_nodes[after_list[k]], want_cost_list[j])}"
             )
-    count = len(moved)
-    cost_total = math.fsum(state_size[moved].tolist())
+    count = len(moved_list)
+    cost_total = math.fsum(want_cost_list)
     if plan.get("migrations") is not None and plan["migrations"] != count:
         problems.append(f"migrations reported {plan['migrations']}, counted {count}")
     if not _close(float(plan.get("migration_cost", 0.0)), cost_total, cost_total):
@@ -378,35 +403,33 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         problems.append(f"migration cost {cost_total} exceeds max_migration_cost {max_cost}")
     if plan.get("status") == "unchanged" and count:
         problems.append("status 'unchanged' but the plan moves units")
-
-    held = np.bincount(where_after, minlength=n_all)
-    for i in np.flatnonzero(removed_mask & (held > 0)).tolist():
-        problems.append(f"removed node {all_nodes[i]!r} still holds {int(held[i])} units")
+    # (A removed node that still holds units was named above, unit by unit.)
 
     # Loads: a single number is a series of one window.
     loads = list(map(itemgetter("load"), unit_list))
     windows = len(loads[0]) if loads and isinstance(loads[0], list) else 1
     capacity_list = [capacity[n] for n in all_nodes]
     staying_before_list = [n in nodes and n not in draining for n in all_nodes]
-    staying_after = ~(draining_mask | removed_mask | marked_mask)
-    if windows == 1 and n_units <= SMALL_UNITS and any(staying_before_list) and staying_after.any():
+    staying_after_list = [
+        not (n in draining or n in removed or n in marked) for n in all_nodes
+    ]  # draining, removed and marked nodes leave
+    if windows == 1 and small and any(staying_before_list) and any(staying_after_list):
         # A small plan of single loads: on Python lists (numpy's per-call overhead would be most of the time). A
         # series of one window is a single load.
         if loads and isinstance(loads[0], list):
             loads = [series[0] for series in loads]
         total_load = math.fsum(loads)
-        before = _single_load_stats(
-            loads, total_load, where_before.tolist(), capacity_list, staying_before_list
-        )
-        after = _single_load_stats(
-            loads, total_load, where_after.tolist(), capacity_list, staying_after.tolist()
-        )
+        before = _single_load_stats(loads, total_load, before_list, capacity_list, staying_before_list)
+        after = _single_load_stats(loads, total_load, after_list, capacity_list, staying_after_list)
         util_after: Any = after.pop("_util")
         before.pop("_util")
     else:
+        where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
+        where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
         unit_series = np.array(loads, dtype=np.float64).reshape(n_units, windows)
         capacity_arr = np.array(capacity_list, dtype=np.float64)
         staying_before = np.array(staying_before_list, dtype=bool)
+        staying_after = np.array(staying_after_list, dtype=bool)
         unit_mean = unit_series[:, 0] if windows == 1 else unit_series.mean(axis=1)
         before = _stats(unit_series, unit_mean, where_before, capacity_arr, staying_before)
         after = _stats(unit_series, unit_mean, where_after, capacity_arr, staying_after)
@@ -418,10 +441,10 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     after.update(traffic_after)
 
     # Capacity: a receiving node may not end above 100 % or the peak before, whichever is higher.
-    cap = max(100.0, before["max_utilization"]) if bool((where_before >= 0).any()) else None
+    cap = max(100.0, before["max_utilization"]) if max(before_list, default=-1) >= 0 else None
     limit = cap if cap is not None else max(100.0, after["max_utilization"])
     over = limit * (1 + 1e-9) + 1e-9
-    for i in np.flatnonzero(receiving).tolist():
+    for i in sorted(receivers):
         if util_after[i] > over:
             problems.append(
                 f"node {all_nodes[i]!r} receives units and ends at {util_after[i]:.3f}% utilization, over {limit:.3f}%"
@@ -433,14 +456,14 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     has_resources = any(map(dict.get, unit_list, repeat("resources")))  # C-level scan; usually none
     for k in [k for k, unit in enumerate(unit_list) if unit.get("resources")] if has_resources else []:
         for resource, amount in unit_list[k]["resources"].items():
-            node_resource = (int(where_after[k]), resource)
+            node_resource = (after_list[k], resource)
             usage[node_resource] = usage.get(node_resource, 0.0) + float(amount)
-            if where_before[k] >= 0:
-                was_held = (int(where_before[k]), resource)
+            if before_list[k] >= 0:
+                was_held = (before_list[k], resource)
                 usage_before[was_held] = usage_before.get(was_held, 0.0) + float(amount)
     for (i, resource), amount in usage.items():
         limit_r = (nodes.get(all_nodes[i], {}).get("resources") or {}).get(resource)
-        if not receiving[i] or limit_r is None:
+        if i not in receivers or limit_r is None:
             continue
         allowed = max(float(limit_r), usage_before.get((i, resource), 0.0))
         if amount > allowed * (1 + 1e-9) + 1e-9:

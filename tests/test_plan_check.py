@@ -253,3 +253,48 @@ def test_moves_in_another_order_than_the_units_are_lined_up_not_rejected() -> No
     assert check_plan(REQUEST, plan) == []
     plan["moves"][0]["from"] = "b"
     assert any("reported as" in p for p in check_plan(REQUEST, plan))
+
+
+BROKEN_MOVES = [
+    {"c1": "a"},
+    {"a3": "d"},
+    {"a2": "c", "a3": "c", "d1": "b"},
+    {"a1": "c", "a2": "c"},
+    {"a1": "b"},
+]
+TAMPERINGS = [
+    _lose_unit,
+    _unknown_unit,
+    _unknown_node,
+    _duplicate_move,
+    _drop_move,
+    _stale_moves,
+    _move_to_wrong_node,
+    _tamper(("moves", 0, "cost"), 99.0),
+    _tamper(("migrations",), 1),
+    _tamper(("migration_cost",), 1.0),
+    _tamper(("status",), "unchanged"),
+    _remove_busy_node,
+    _add_existing_node,
+    _tamper(("after", "load_distance"), 0.0),
+    _tamper(("after", "parallelism"), 4),
+    _tamper(("after", "imbalance"), 1.0),
+]
+
+
+def test_the_list_and_the_array_paths_name_the_same_problems(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans of up to SMALL_UNITS units are checked on Python lists, larger ones with arrays: both find the same
+    problems in the same order (a recomputed statistic may differ in its last bits: its sentence up to the number)."""
+    import solvers.plan_check
+
+    plans = [consistent_plan(VALID_MOVES), consistent_plan({}, status="unchanged")]
+    plans += [consistent_plan(moves) for moves in BROKEN_MOVES]
+    for mutate in TAMPERINGS:
+        plans.append(copy.deepcopy(consistent_plan(VALID_MOVES)))
+        mutate(plans[-1])
+    on_lists = [check_plan(REQUEST, plan) for plan in plans]
+    monkeypatch.setattr(solvers.plan_check, "SMALL_UNITS", 0)
+    on_arrays = [check_plan(REQUEST, plan) for plan in plans]
+    assert sum(map(bool, on_lists)) == len(BROKEN_MOVES) + len(TAMPERINGS)
+    for small, large in zip(on_lists, on_arrays, strict=True):
+        assert [p.split("recomputed")[0] for p in small] == [p.split("recomputed")[0] for p in large]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import time
@@ -128,6 +129,56 @@ def test_inline_and_worker_answers_are_the_same_bytes(
         assert plan_check.check_plan(snapshot, inline_answer.json()) == []
 
 
+def _without_the_middleware(app: Any) -> Any:
+    """The app with its plan route answering plan requests (the InlinePlans middleware taken out before its
+    middleware stack is built, on the first request)."""
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not inline.InlinePlans]
+    return app
+
+
+def _answer_bytes(response: httpx.Response) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status, headers (but the request id, fresh per request) and body, the solve time (and so the length) and
+    phases left out."""
+    headers = [
+        (k, "" if k == "content-length" else v)
+        for k, v in response.headers.items()
+        if k not in ("x-request-id", "server-timing")
+    ]
+    return response.status_code, headers, _same_but_timing(response.content)
+
+
+def test_the_middleware_answers_as_the_plan_route_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The InlinePlans middleware answers every plan request before routing (small ones here, the rest through a
+    worker): status, headers and body as the plan route's own, for a small plan, a worker's plan, a worker's 422 and
+    a 503 problem of the pool (a deterministic algorithm: milp's plan may change with the time it gets)."""
+    settings_ = Settings(pool_size=1, queue_size=4)
+    middleware, route = create_app(settings_), _without_the_middleware(create_app(settings_))
+    try:
+        bodies = [
+            json.dumps(make_snapshot(algorithm={"name": "flux"})).encode(),
+            json.dumps(
+                make_snapshot(windows=3, algorithm={"name": "flux"})
+            ).encode(),  # not small: a worker's
+            json.dumps(
+                {**make_snapshot(time_limit_s=0.5), "units": [{"id": "u", "node": "x", "load": 1}]}
+            ).encode(),
+        ]
+        for body in bodies:
+            assert _answer_bytes(_post(middleware, body)) == _answer_bytes(_post(route, body))
+        assert _inline_count(middleware) == _inline_count(route) == 1
+
+        async def saturated(*args: Any) -> Any:
+            raise middleware.state.pool._saturated()
+
+        monkeypatch.setattr(inline, "plan_in_worker", saturated)
+        full = _answer_bytes(_post(middleware, bodies[1]))
+        assert full[0] == 503 and ("retry-after", "1") in full[1]
+        assert full == _answer_bytes(_post(route, bodies[1]))
+    finally:
+        middleware.state.pool.shutdown()
+        route.state.pool.shutdown()
+
+
 def _not_small_cases() -> dict[str, bytes]:
     flux = {"name": "flux"}
     padded = make_snapshot(n_nodes=8, units_per_node=25, algorithm=flux)  # 200 units: under the unit cap
@@ -149,6 +200,17 @@ def _not_small_cases() -> dict[str, bytes]:
         "load series": json.dumps(make_snapshot(windows=3, algorithm=flux)).encode(),
         "body over the cap": json.dumps(padded).encode(),
     }
+
+
+def test_only_a_body_that_may_be_small_is_decoded_inline() -> None:
+    """The byte-level shortcut before the watchdog: a body naming no inline algorithm, or over the body cap (not even
+    scanned), goes to a worker undecoded; a small flux body is tried."""
+    cases = _not_small_cases()
+    assert planning.may_be_small(json.dumps(make_snapshot(algorithm={"name": "flux"})).encode())
+    assert not planning.may_be_small(cases["milp"])
+    assert not planning.may_be_small(cases["no algorithm (milp by default)"])
+    assert not planning.may_be_small(cases["body over the cap"])
+    assert planning.may_be_small(cases["load series"])  # decoded, then found not small
 
 
 @pytest.mark.parametrize("case", sorted(_not_small_cases()))
@@ -220,6 +282,26 @@ def test_a_runaway_inline_plan_is_handed_to_a_worker_and_stopped_at_the_deadline
         assert time.monotonic() - started < 0.3 + 1.0 + 0.5
         assert app.state.pool.recycled == 1
         assert _inline_count(app) == 0
+    finally:
+        app.state.pool.shutdown()
+
+
+def _exit_the_worker(instance: AssignmentInstance, params: Any, time_limit: float) -> Plan:
+    os._exit(3)  # a worker that dies mid-request (a crash, the OOM killer): its pipe ends
+
+
+def test_a_worker_that_dies_mid_request_is_a_503_and_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipe's end (EOF on the reader that waits for the answer) is the 503 'Solver worker died' with Retry-After,
+    the worker is replaced, and the next request is planned."""
+    monkeypatch.setitem(REGISTRY, "milp", replace(REGISTRY["milp"], solve=_exit_the_worker))
+    app = create_app(Settings(pool_size=1, queue_size=0))  # workers forked after the patch: they inherit it
+    try:
+        died = _post(app, json.dumps(make_snapshot(algorithm={"name": "milp"}, time_limit_s=1)).encode())
+        assert died.status_code == 503, died.text
+        assert died.json()["title"] == "Solver worker died" and died.headers["retry-after"] == "1"
+        assert app.state.pool.recycled == 1
+        planned = _post(app, json.dumps(make_snapshot(windows=3, algorithm={"name": "flux"})).encode())
+        assert planned.status_code == 200, planned.text
     finally:
         app.state.pool.shutdown()
 

@@ -27,6 +27,8 @@ Each node alone also gives t >= util - mean - (what it alone can shed), and t >=
 from __future__ import annotations
 
 import bisect
+import itertools
+import math
 import operator
 import time
 from collections.abc import Callable
@@ -87,14 +89,14 @@ def _segments(nodes: IntArray, key: FloatArray) -> tuple[IntArray, FloatArray]:
     before it on the same node (its rank)."""
     order = np.lexsort((key, nodes))
     sorted_nodes = nodes[order]
-    first = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    first = sorted_nodes.searchsorted(sorted_nodes, side="left")
     return order, (np.arange(len(order)) - first).astype(np.float64)
 
 
 def _segment_exclusive_prefix(sorted_nodes: IntArray, values: FloatArray) -> FloatArray:
     """Sum of the values before each position on the same node (values already in segment order)."""
-    total = np.cumsum(values) - values
-    first = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    total = values.cumsum() - values
+    first = sorted_nodes.searchsorted(sorted_nodes, side="left")
     return np.asarray(total - total[first] + 0.0, dtype=np.float64)
 
 
@@ -159,7 +161,9 @@ def hot_unit_bound(instance: AssignmentInstance) -> float:
     on_draining[placed] = instance.draining[instance.current[placed]]
     bound = 0.0
     # Units that must end on a staying node: not on a draining node now (pinned units there stay there).
-    must = np.sort(load[~on_draining])[::-1]
+    must = load[~on_draining]
+    must.sort()  # (a copy: boolean indexing)
+    must = must[::-1]
     if len(must):
         bound = max(bound, 100.0 * float(must[0]) / c_max - mean)
     n_active = int(active.sum())
@@ -179,6 +183,26 @@ def hot_unit_bound(instance: AssignmentInstance) -> float:
     return max(bound, 0.0)
 
 
+def _first_values_fail_every_step(values: list[float], smallest: float) -> bool:
+    """Whether, for every step smallest / 1..12, one of `values` is no multiple of it: common_step's sample test on
+    a few values, on Python floats (the same IEEE divisions; round() rounds half to even as np.rint), so that
+    real-valued loads are ruled out in a few microseconds (at 100 units the whole sample's arrays cost more)."""
+    for parts in range(1, 13):
+        step = smallest / float(parts)
+        if step == 0.0:
+            return False  # underflow (denormal loads): the array test decides
+        for value in values:
+            trial = value / step
+            if not math.isfinite(trial):
+                return False  # the array test decides
+            nearest = float(round(trial))
+            if abs(trial - nearest) > 1e-9 * max(1.0, nearest):
+                break
+        else:
+            return False
+    return True
+
+
 def common_step(loads: FloatArray) -> float | None:
     """The largest g with every value an integer multiple of g (within float noise), or None (no such step found:
     loads are not multiples of a small fraction of the smallest positive load)."""
@@ -187,12 +211,14 @@ def common_step(loads: FloatArray) -> float | None:
         return None
     smallest = float(positive.min())
     sample = positive[:: max(1, len(positive) // 512)]
+    if _first_values_fail_every_step(sample[:8].tolist(), smallest):  # the sample's test below then fails too
+        return None
     # A cheap look at a sample first, every step at once: real-valued loads fail here for all of them.
     steps = smallest / np.arange(1, 13, dtype=np.float64)
     trials = sample[None, :] / steps[:, None]
     nearest = np.rint(trials)
     sample_ok = ~np.any(np.abs(trials - nearest) > 1e-9 * np.maximum(1.0, nearest), axis=1)
-    for parts in (np.flatnonzero(sample_ok) + 1).tolist():
+    for parts in (sample_ok.nonzero()[0] + 1).tolist():
         step = smallest / parts
         multiples = loads / step
         rounded = np.rint(multiples)
@@ -208,7 +234,11 @@ def granularity_bound(instance: AssignmentInstance) -> float:
     active = instance.active
     capacity = instance.capacity[active]
     placed = instance.current != UNPLACED
-    if not len(capacity) or np.ptp(capacity) > 0 or instance.draining[instance.current[placed]].any():
+    if (
+        not len(capacity)
+        or capacity.max() > capacity.min()
+        or instance.draining[instance.current[placed]].any()
+    ):
         return 0.0
     step = common_step(instance.load)
     if step is None:
@@ -233,12 +263,17 @@ def lower_bound(
     placed = instance.current != UNPLACED
     movable = instance.movable & placed
     free_load = float(instance.load[~placed].sum())
-    mov_units = np.flatnonzero(movable)
+    mov_units = movable.nonzero()[0]
     mov_nodes = instance.current[mov_units]
     mov_load = instance.load[mov_units]
     mov_cost = instance.state_size[mov_units]
     moved_max = (
-        float(_knapsack_load(instance, np.zeros_like(mov_nodes), mov_load, mov_cost, 1)[0]) + free_load
+        float(
+            _knapsack_load(instance, np.zeros(len(mov_nodes), dtype=mov_nodes.dtype), mov_load, mov_cost, 1)[
+                0
+            ]
+        )
+        + free_load
     )
     node_load = np.bincount(instance.current[placed], weights=instance.load[placed], minlength=n_nodes)
     active = instance.active
@@ -248,8 +283,8 @@ def lower_bound(
     # Per node: what it alone can shed (its own movable load within the budget) or receive.
     shed = _knapsack_load(instance, mov_nodes, mov_load, mov_cost, n_nodes)
     per_node = max(
-        float(np.max(util - mean - 100.0 * shed[active] / capacity)),
-        float(np.max(mean - util - 100.0 * moved_max / capacity)),
+        float((util - mean - 100.0 * shed[active] / capacity).max()),
+        float((mean - util - 100.0 * moved_max / capacity).max()),
         0.0,
     )
     static = max(per_node, hot_unit_bound(instance), granularity_bound(instance))
@@ -257,7 +292,7 @@ def lower_bound(
     count_limit = instance.max_migrations
     cost_limit = instance.max_migration_cost
     position = np.full(n_nodes, -1, dtype=np.int64)
-    position[np.flatnonzero(active)] = np.arange(int(active.sum()))
+    position[active.nonzero()[0]] = np.arange(int(active.sum()))
     # Own units of each staying node, largest first (counting) and cheapest per load first (covering).
     on_staying = active[mov_nodes]
     own_nodes, own_load, own_cost = (
@@ -276,7 +311,9 @@ def lower_bound(
     by_ratio = _segments(own_nodes, cover_ratio)[0] if cost_limit is not None else np.zeros(0, dtype=np.int64)
     ratio_nodes, ratio_load, ratio_cost = own_nodes[by_ratio], own_load[by_ratio], own_cost[by_ratio]
     ratio_before = _segment_exclusive_prefix(ratio_nodes, ratio_load)
-    global_prefix = np.cumsum(np.sort(mov_load)[::-1])
+    by_load = mov_load.copy()
+    by_load.sort()
+    global_prefix = by_load[::-1].cumsum()
     global_cover = _CostCover(mov_load, mov_cost) if cost_limit is not None else None
     tolerance = 1e-9
 
@@ -314,7 +351,7 @@ def lower_bound(
             util, mean, capacity, moved_max, own_total, count_limit, cost_limit, size_before, size_nodes,
             free_load, global_prefix, ratio_nodes, ratio_before, ratio_load, ratio_cost, global_cover,
         )  # fmt: skip
-    lo, hi = 0.0, float(np.max(np.abs(util - mean)))
+    lo, hi = 0.0, float(np.abs(util - mean).max())
     if test(lo):
         return LowerBound(static, max(static, lo), test, static)
     lo, hi = _bisect(test, lo, hi, deadline, relative_precision)
@@ -352,18 +389,41 @@ def _feasible_on_lists(
     limit = moved_max * (1 + RELATIVE_TOLERANCE)
     own_room = [total * (1 + RELATIVE_TOLERANCE) + 1e-9 for total in own_total_l]
     tolerance = 1e-9
+    # The units a node's need calls for (those whose larger units before them on the node do not cover it yet) are
+    # a prefix of its segment: when every segment's sums before are non-decreasing (sums of loads >= 0 are; checked
+    # here, else the pass over every unit), their count is one bisection per node instead of a pass per unit.
+    same_node = size_nodes[1:] == size_nodes[:-1]
+    sorted_segments = bool(np.all(size_before[1:][same_node] >= size_before[:-1][same_node]))
+    edges = [0, *((~same_node).nonzero()[0] + 1).tolist(), len(size_nodes_l)]
+    segment_of: list[list[float]] = [
+        [] for _ in own_total_l
+    ]  # by node (an empty one: no unit is ever needed)
+    for a, b in itertools.pairwise(edges):
+        if b > a:
+            segment_of[size_nodes_l[a]] = size_before_l[a:b]
 
     def feasible(t: float) -> bool:
-        excess = [max(0.0, u - mean - t) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
-        deficit = [max(0.0, mean - t - u) * c / 100.0 for u, c in zip(util_l, capacity_l, strict=True)]
+        # max(0.0, x) * c / 100.0 as a conditional (0.0 either way when x <= 0 or NaN; no call per node)
+        excess = [
+            x * c / 100.0 if (x := u - mean - t) > 0.0 else 0.0
+            for u, c in zip(util_l, capacity_l, strict=True)
+        ]
+        deficit = [
+            x * c / 100.0 if (x := mean - t - u) > 0.0 else 0.0
+            for u, c in zip(util_l, capacity_l, strict=True)
+        ]
         if pairwise_sum(excess) > limit or pairwise_sum(deficit) > limit:
             return False
         need = [e * (1 - RELATIVE_TOLERANCE) if e > tolerance else 0.0 for e in excess]
-        if any(n > room for n, room in zip(need, own_room, strict=True)):
+        if any(map(operator.gt, need, own_room)):
             return False
         under = [d * (1 - RELATIVE_TOLERANCE) for d in deficit if d > tolerance]
         if count_limit is not None:
-            out_count = sum(map(operator.lt, size_before_l, map(need.__getitem__, size_nodes_l)))
+            if sorted_segments:
+                # a node without need counts none (its sums before start at 0.0)
+                out_count = sum([bisect.bisect_left(segment_of[i], n) for i, n in enumerate(need) if n > 0.0])
+            else:
+                out_count = sum(map(operator.lt, size_before_l, map(need.__getitem__, size_nodes_l)))
             if out_count > count_limit:
                 return False
             if free_load <= 0 and under:

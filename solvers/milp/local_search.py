@@ -67,16 +67,33 @@ def _placement_keys(units: IntArray, nodes: IntArray, n_nodes: int) -> int:
     return int(x.sum(dtype=np.uint64))
 
 
+def _tile(values: IntArray, times: int) -> IntArray:
+    """np.tile(values, times) for a 1-D array, in one C call (np.tile's Python wrapper costs more than the copy at
+    the sizes of a step)."""
+    return values[None, :].repeat(times, axis=0).ravel()
+
+
+def _indices(mask: BoolArray) -> IntArray:
+    """np.flatnonzero(mask) for a 1-D array, in one C call (np.flatnonzero's Python wrapper costs more than the
+    scan at the sizes of a step)."""
+    return mask.nonzero()[0]
+
+
+def _first_of_runs(values: IntArray) -> IntArray:
+    """Positions where a run of equal values starts (values grouped)."""
+    return _indices(np.concatenate(([True], values[1:] != values[:-1])))
+
+
 def _pairs(units: IntArray, nodes: IntArray) -> tuple[IntArray, IntArray]:
     """Every (unit, node) pair."""
-    return np.repeat(units, len(nodes)), np.tile(nodes, len(units))
+    return units.repeat(len(nodes)), _tile(nodes, len(units))
 
 
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
     """The `count` entries of `index` with the smallest `value`, in order (argpartition first: index may be long)."""
     if len(index) > count:
-        index = index[np.argpartition(value[index], count - 1)[:count]]
-    return index[np.argsort(value[index], kind="stable")]
+        index = index[value[index].argpartition(count - 1)[:count]]
+    return index[value[index].argsort(kind="stable")]
 
 
 class LocalSearch:
@@ -97,10 +114,12 @@ class LocalSearch:
         self.mean = inst.mean_utilization
         self.cap = inst.utilization_cap()
         self.staying = inst.active
-        self.active_nodes = np.flatnonzero(inst.active)
+        self.all_staying = bool(inst.active.all())  # no draining node: no deviation to mask out
+        self.active_nodes = _indices(inst.active)
         self.movable = inst.movable
         self.max_moves = inst.max_migrations if inst.max_migrations is not None else np.iinfo(np.int64).max
         self.max_cost = inst.max_migration_cost if inst.max_migration_cost is not None else np.inf
+        self.costed = inst.max_migration_cost is not None  # a cost budget: the cost of steps matters
         moved = self.migrated_mask()
         self.used_moves = int(moved.sum())
         self.used_cost = float(self.state[moved].sum())
@@ -114,8 +133,8 @@ class LocalSearch:
 
     def _index(self) -> None:
         """Movable units by node (sorted once) plus the units that arrived since: `units_on` in O(units there)."""
-        units = np.flatnonzero(self.movable)
-        self._by_node = units[np.argsort(self.assignment[units], kind="stable")]
+        units = _indices(self.movable)
+        self._by_node = units[self.assignment[units].argsort(kind="stable")]
         self._by_node_nodes = self.assignment[self._by_node]
         self._arrived: dict[int, list[int]] = {}
         self._arrivals = 0
@@ -134,14 +153,22 @@ class LocalSearch:
         return np.asarray(self.counts & (self.assignment != self.original), dtype=np.bool_)
 
     def budget_delta(self, units: IntArray, dest: IntArray) -> tuple[IntArray, FloatArray]:
-        """Change of the migration count and cost if `units` went to `dest` (arrays broadcast together)."""
+        """Change of the migration count and cost if `units` went to `dest` (arrays broadcast together). Without a
+        cost budget the cost change is zeros: nothing reads it then (within_budget, the rankings and Flux's fit use
+        it only under a cost budget), and this runs several times per step."""
         counts = self.counts[units]
-        before = counts & (self.assignment[units] != self.original[units])
-        after = counts & (dest != self.original[units])
+        original = self.original[units]
+        before = counts & (self.assignment[units] != original)
+        after = counts & (dest != original)
         delta_n = after.astype(np.int64) - before.astype(np.int64)
-        return delta_n, np.where(after, self.state[units], 0.0) - np.where(before, self.state[units], 0.0)
+        if not self.costed:
+            return delta_n, np.zeros(delta_n.shape)
+        state = self.state[units]
+        return delta_n, np.where(after, state, 0.0) - np.where(before, state, 0.0)
 
     def within_budget(self, delta_n: IntArray, delta_c: FloatArray) -> BoolArray:
+        if not self.costed:  # the cost clause is all True (an infinite budget)
+            return np.asarray(self.used_moves + delta_n <= self.max_moves, dtype=np.bool_)
         return np.asarray(
             (self.used_moves + delta_n <= self.max_moves)
             & (self.used_cost + delta_c <= self.max_cost * (1 + 1e-12)),
@@ -151,23 +178,30 @@ class LocalSearch:
     def distance(self) -> float:
         return float(np.max(np.abs(self.util[self.active_nodes] - self.mean)))
 
+    def state_key(self) -> tuple[bytes, bytes, int, float] | None:
+        """Everything a descent from here depends on, to the bit (assignment, utilizations, budget used): two
+        states with the same key descend through the same steps. None under resource caps (not part of it)."""
+        if self.resources.has_resources:
+            return None
+        return self.assignment.tobytes(), self.util.tobytes(), self.used_moves, self.used_cost
+
     def key(self) -> tuple[float, float]:
         """(d, -(du + dl)): the MILP's lexicographic objective, rounded so float noise does not count as progress."""
-        util = self.util[self.active_nodes]
-        high, low = float(np.max(util)) - self.mean, self.mean - float(np.min(util))
+        util = self.util if self.all_staying else self.util[self.active_nodes]
+        high, low = float(util.max()) - self.mean, self.mean - float(util.min())
         d = max(high, low, 0.0)
         return round(d, 9), -round((d - high) + (d - low), 9)
 
     def apply(self, steps: list[tuple[int, int]]) -> None:
         for unit, dest in steps:
-            # budget_delta for one move, in scalars (a step's moves are applied one by one, thousands a second)
-            if self.counts[unit]:
-                home = self.original[unit]
-                before, after = bool(self.assignment[unit] != home), bool(dest != home)
-                if before != after:
-                    self.used_moves += 1 if after else -1
-                    self.used_cost += float(self.state[unit]) if after else -float(self.state[unit])
-            source = int(self.assignment[unit])
+            # budget_delta of one move, on Python scalars (the same float operations, without the arrays)
+            source, home = int(self.assignment[unit]), int(self.original[unit])
+            counted = bool(self.counts[unit])
+            before, after = counted and source != home, counted and dest != home
+            self.used_moves += int(after) - int(before)
+            if self.costed:
+                state = float(self.state[unit])
+                self.used_cost += (state if after else 0.0) - (state if before else 0.0)
             self.util[source] -= self.share[unit] / self.capacity[source]
             self.util[dest] += self.share[unit] / self.capacity[dest]
             n_nodes = self.inst.n_nodes
@@ -179,9 +213,12 @@ class LocalSearch:
         if self._arrivals > max(1024, len(self._by_node) // 4):
             self._index()
 
-    def apply_distinct(self, units: IntArray, dests: IntArray) -> None:
-        """Many moves at once (distinct units; no resource caps: they are checked one move at a time)."""
-        delta_n, delta_c = self.budget_delta(units, dests)
+    def apply_distinct(
+        self, units: IntArray, dests: IntArray, deltas: tuple[IntArray, FloatArray] | None = None
+    ) -> None:
+        """Many moves at once (distinct units; no resource caps: they are checked one move at a time); `deltas`:
+        their budget_delta when the caller has it already."""
+        delta_n, delta_c = self.budget_delta(units, dests) if deltas is None else deltas
         self.used_moves += int(delta_n.sum())
         self.used_cost += float(delta_c.sum())
         sources = self.assignment[units]
@@ -205,13 +242,7 @@ class LocalSearch:
         `nodes[k]`; roles may coincide unless `distinct`), and whether every node that gains stays within the
         utilization cap."""
         if distinct:  # two roles, each its own change: a plain loop is cheapest
-            worst = np.zeros(len(nodes[0]))
-            ok = np.ones(len(nodes[0]), dtype=bool)
-            for node, net in zip(nodes, deltas, strict=True):
-                after = self.util[node] + net
-                worst = np.maximum(worst, np.where(self.staying[node], np.abs(after - self.mean), 0.0))
-                ok &= (net <= 1e-12) | (after <= self.cap * (1 + 1e-12))
-            return worst, ok
+            return self._worst_ok(nodes, deltas)
         # Roles that may share a node: one array per quantity (roles x candidates), each role's node gets every
         # role's change that lands on it, summed in role order (a few numpy calls whatever the number of roles).
         role_nodes, own = np.stack(nodes), np.stack(deltas)
@@ -225,6 +256,45 @@ class LocalSearch:
         ok = np.all((total <= 1e-12) | (after <= self.cap * (1 + 1e-12)), axis=0)
         return worst, ok
 
+    def _worst_ok(self, nodes: list[IntArray], totals: list[FloatArray]) -> tuple[FloatArray, BoolArray]:
+        """`evaluate` once each role's total change is known (`totals[k]` on `nodes[k]`): the largest deviation
+        over the staying nodes among them (0 when there are none), and whether each node that gains stays within
+        the cap. All roles in one array (a few numpy calls whatever their number; no mask when no node drains:
+        this runs on every step, and at 10 nodes its cost is the calls)."""
+        roles, count = len(nodes), len(nodes[0])
+        node, total = np.concatenate(nodes), np.concatenate(totals)  # every role at once: roles x count
+        after = self.util[node] + total
+        deviation = np.abs(after - self.mean)
+        if not self.all_staying:
+            deviation = np.where(self.staying[node], deviation, 0.0)
+        fits = (total <= 1e-12) | (after <= self.cap * (1 + 1e-12))
+        worst: FloatArray = deviation.reshape(roles, count).max(axis=0)
+        ok = np.asarray(fits.reshape(roles, count).all(axis=0), dtype=np.bool_)
+        return worst, ok
+
+    def _evaluate_legs(
+        self, first: tuple[IntArray, IntArray, FloatArray], second: tuple[IntArray, IntArray, FloatArray]
+    ) -> tuple[FloatArray, BoolArray]:
+        """`evaluate` of two simultaneous moves per candidate, each leg (source, destination, the unit's share) with
+        distinct nodes. A node of one leg then coincides with at most one node of the other, so each role's total is
+        its own change plus at most one other: a sum of two, the very number `evaluate`'s role-order sum gives (its
+        other terms are zeros), in far fewer numpy calls."""
+        src_a, dst_a, share_a = first
+        src_b, dst_b, share_b = second
+        capacity = self.capacity
+        out_a, in_a = -share_a / capacity[src_a], share_a / capacity[dst_a]
+        out_b, in_b = -share_b / capacity[src_b], share_b / capacity[dst_b]
+        zero = 0.0
+        return self._worst_ok(
+            [src_a, dst_a, src_b, dst_b],
+            [
+                out_a + np.where(src_b == src_a, out_b, np.where(dst_b == src_a, in_b, zero)),
+                in_a + np.where(src_b == dst_a, out_b, np.where(dst_b == dst_a, in_b, zero)),
+                out_b + np.where(src_a == src_b, out_a, np.where(dst_a == src_b, in_a, zero)),
+                in_b + np.where(src_a == dst_b, out_a, np.where(dst_a == dst_b, in_a, zero)),
+            ],
+        )
+
     # -- steps -------------------------------------------------------------------------------------------------
     def _extreme_nodes(self, lowest: bool, exclude: int) -> IntArray:
         """The NEAR_NODES least (or most) utilized staying nodes other than `exclude`."""
@@ -237,7 +307,7 @@ class LocalSearch:
     def _migration_nodes(self, homes: bool) -> IntArray:
         """Staying nodes where migrated units sit now (or their original nodes): the partners of compound steps
         (a migration sent home frees room there, or on its home a smaller unit can leave instead)."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         nodes = np.unique(self.original[migrated] if homes else self.assignment[migrated])
         nodes = nodes[self.staying[nodes]]
         if len(nodes) > MIGRATION_NODES:
@@ -250,12 +320,12 @@ class LocalSearch:
         home included); or, when it is underloaded, onto it from the most utilized nodes, from the original nodes of
         migrated units, from draining nodes, back home, or any migrated unit (moving it again is free)."""
         movable = self.movable
-        # Up to NEAR_NODES + 1 staying nodes every other staying node is a near one: the nodes of migrations add
-        # none (the same candidates, without their search).
-        every = len(self.active_nodes) <= NEAR_NODES + 1
+        # At most NEAR_NODES staying nodes: the extreme nodes are all of them but the worst, and the nodes of
+        # migrations add none (they are staying nodes too), so the union is that (the same sorted nodes).
+        everywhere = len(self.active_nodes) <= NEAR_NODES
         if over:
             units = self.units_on(worst_node)
-            if every:
+            if everywhere:
                 dests = self.active_nodes[self.active_nodes != worst_node]
             else:
                 dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
@@ -263,17 +333,17 @@ class LocalSearch:
             home = self.original[units]
             back = self.counts[units] & (home != worst_node)
             return (
-                np.concatenate([np.repeat(units, len(dests)), units[back]]),
-                np.concatenate([np.tile(dests, len(units)), home[back]]),
+                np.concatenate([units.repeat(len(dests)), units[back]]),
+                np.concatenate([_tile(dests, len(units)), home[back]]),
             )
-        if every:
-            units = np.flatnonzero(movable & (self.assignment != worst_node))
+        if everywhere:  # every node but the worst is a source (the staying ones as extreme nodes)
+            units = _indices(movable & (self.assignment != worst_node))
             return units, np.full(len(units), worst_node, dtype=np.int64)
         source = np.zeros(self.inst.n_nodes, dtype=bool)
         source[self._extreme_nodes(False, worst_node)] = True
         source[self._migration_nodes(True)] = True
         source[~self.staying] = True
-        units = np.flatnonzero(
+        units = _indices(
             movable
             & (self.assignment != worst_node)
             & (source[self.assignment] | (self.counts & (self.original == worst_node)) | self.migrated_mask())
@@ -292,7 +362,7 @@ class LocalSearch:
         partners = partners[np.argsort(self.util[partners] if over else -self.util[partners], kind="stable")]
         position = np.full(self.inst.n_nodes, len(partners), dtype=np.int64)
         position[partners] = np.arange(len(partners))
-        theirs = np.flatnonzero(self.movable & (position[self.assignment] < len(partners)))
+        theirs = _indices(self.movable & (position[self.assignment] < len(partners)))
         limit = max(1, SWAP_ELEMENTS // len(mine))
         if len(theirs) > limit:
             theirs = theirs[np.argsort(position[self.assignment[theirs]], kind="stable")[:limit]]
@@ -300,9 +370,8 @@ class LocalSearch:
 
     def step(self) -> bool:
         """Take the best improving step; False when there is none."""
-        util = self.util[self.active_nodes]
-        deviation = util - self.mean
-        position = int(np.argmax(np.abs(deviation)))
+        deviation = (self.util if self.all_staying else self.util[self.active_nodes]) - self.mean
+        position = int(np.abs(deviation).argmax())
         d = float(abs(deviation[position]))
         if d <= TOLERANCE:
             return False
@@ -322,13 +391,21 @@ class LocalSearch:
                 distinct=True,
             )
             # few moves improve: their budget change only
-            improving = np.flatnonzero(ok & (worst < d - TOLERANCE) & (sources != dests))
-            delta_n, delta_c = np.zeros(len(units), dtype=np.int64), np.zeros(len(units))
-            delta_n[improving], delta_c[improving] = self.budget_delta(units[improving], dests[improving])
-            fits = self.within_budget(delta_n[improving], delta_c[improving])
+            improving = _indices(ok & (worst < d - TOLERANCE) & (sources != dests))
+            improving_n, improving_c = self.budget_delta(units[improving], dests[improving])
+            fits = self.within_budget(improving_n, improving_c)
+            # the cost change by candidate: only the ranking under a cost budget reads it
+            delta_c = np.zeros(0)
+            if self.costed:
+                delta_c = np.zeros(len(units))
+                delta_c[improving] = improving_c
             allowed = improving[fits]
-            for i in self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]:
-                candidates.append((float(worst[i]), [(int(units[i]), int(dests[i]))]))
+            top = self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]
+            # Python numbers through tolist (one call per array, not one per element): the same values
+            for w, unit, dest in zip(
+                worst[top].tolist(), units[top].tolist(), dests[top].tolist(), strict=True
+            ):
+                candidates.append((w, [(unit, dest)]))
             blocked = _smallest(improving[~fits], worst, COMPOUND_MOVES)
             blocked_units, blocked_dests = units[blocked], dests[blocked]
         if not candidates:  # compound steps are cheap to evaluate (few blocked moves x the migrations): first
@@ -361,7 +438,7 @@ class LocalSearch:
         largest unit that lowers the peak to the least utilized node. Every move lowers the sorted utilization
         vector, so it ends; `max_steps` and the deadline bound it too."""
         share, capacity = self.share, self.capacity
-        draining = np.flatnonzero(~self.staying)
+        draining = _indices(~self.staying)
         draining_left = len(draining) > 0  # until a round finds nothing to take off them
         batch = min(SHAVE_BATCH, len(self.active_nodes) // 8)
         for _ in range(max_steps):
@@ -409,7 +486,7 @@ class LocalSearch:
         tops, lows = order[:batch], order[::-1][:batch]
         position = np.full(self.inst.n_nodes, -1, dtype=np.int64)
         position[tops] = np.arange(len(tops))
-        units = np.flatnonzero(self.movable & (position[self.assignment] >= 0))
+        units = _indices(self.movable & (position[self.assignment] >= 0))
         pos = position[self.assignment[units]]
         dest = lows[pos]
         after = self.util[dest] + share[units] / capacity[dest]
@@ -420,7 +497,7 @@ class LocalSearch:
             return False
         pick = np.lexsort((-share[units], pos))
         units, pos, dest = units[pick], pos[pick], dest[pick]
-        first = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])  # the largest fitting unit of each top node
+        first = _first_of_runs(pos)  # the largest fitting unit of each top node
         units, dest = units[first], dest[first]
         delta_n, delta_c = self.budget_delta(units, dest)
         fits = self.within_budget(np.cumsum(delta_n), np.cumsum(delta_c))
@@ -457,14 +534,17 @@ class LocalSearch:
 
     def _flux_pairs(self, target: float) -> tuple[IntArray, IntArray]:
         """The pairs of a Flux round, most apart first, up to the first that needs no move."""
-        order = self.active_nodes[np.argsort(-self.util[self.active_nodes], kind="stable")]
+        if self.all_staying:  # the staying nodes are 0..n-1: their order is the argsort itself
+            order = (-self.util).argsort(kind="stable")
+        else:
+            order = self.active_nodes[(-self.util[self.active_nodes]).argsort(kind="stable")]
         half = len(order) // 2
         his, los = order[:half], order[::-1][:half]
         gap = self.util[his] - self.util[los]
         live = (gap > TOLERANCE) & (
             np.maximum(self.util[his] - self.mean, self.mean - self.util[los]) > target
         )
-        end = int(np.argmin(live)) if not live.all() else half
+        end = int(live.argmin()) if not live.all() else half
         return his[:end], los[:end]
 
     def _pair_round_at_once(self, target: float) -> bool:
@@ -476,12 +556,13 @@ class LocalSearch:
         share, capacity = self.share, self.capacity
         position = np.full(self.inst.n_nodes, -1, dtype=np.int64)
         position[his] = np.arange(len(his))
-        units = np.flatnonzero(self.movable & (position[self.assignment] >= 0))
+        units = _indices(self.movable & (position[self.assignment] >= 0))
         pos = position[self.assignment[units]]
         hi, lo = his[pos], los[pos]
-        gap = self.util[hi] - self.util[lo]
-        shift = share[units] * (1.0 / capacity[hi] + 1.0 / capacity[lo])
-        after = self.util[lo] + share[units] / capacity[lo]
+        util_lo, share_units, capacity_lo = self.util[lo], share[units], capacity[lo]  # each read once
+        gap = self.util[hi] - util_lo
+        shift = share_units * (1.0 / capacity[hi] + 1.0 / capacity_lo)
+        after = util_lo + share_units / capacity_lo
         delta_n, delta_c = self.budget_delta(units, lo)
         ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
         ok &= self.within_budget(delta_n, delta_c)
@@ -490,7 +571,7 @@ class LocalSearch:
         if not len(units):
             return False
         pick = np.lexsort((fit, pos))
-        first = pick[np.flatnonzero(np.r_[True, pos[pick][1:] != pos[pick][:-1]])]  # best fit of each pair
+        first = pick[_first_of_runs(pos[pick])]  # best fit of each pair
         chosen = []
         moves, cost = self.used_moves, self.used_cost
         for k, dn, dc in zip(first.tolist(), delta_n[first].tolist(), delta_c[first].tolist(), strict=True):
@@ -498,14 +579,14 @@ class LocalSearch:
             if moves + dn <= self.max_moves and cost + dc <= self.max_cost * (1 + 1e-12):
                 chosen.append(k)
                 moves, cost = moves + dn, cost + dc
-        self.apply_distinct(units[chosen], lo[chosen])
+        self.apply_distinct(units[chosen], lo[chosen], (delta_n[chosen], delta_c[chosen]))
         return bool(chosen)
 
     def _pair_round(self, deadline: float, target: float) -> bool:
         """One Flux round, pair by pair (resource caps checked per move)."""
         share, capacity = self.share, self.capacity
         his, los = self._flux_pairs(target)
-        units = np.flatnonzero(self.movable & self.staying[self.assignment])
+        units = _indices(self.movable & self.staying[self.assignment])
         units = units[np.argsort(self.assignment[units], kind="stable")]
         where = self.assignment[units]
         moved = False
@@ -521,7 +602,7 @@ class LocalSearch:
             ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
             ok &= self.within_budget(delta_n, delta_c)
             fit = self._pair_fit(np.full(len(mine), gap), shift, delta_c)
-            for k in np.flatnonzero(ok)[np.argsort(fit[ok], kind="stable")][:RESOURCE_TRIES]:
+            for k in _indices(ok)[np.argsort(fit[ok], kind="stable")][:RESOURCE_TRIES]:
                 if self.resources.fits(int(mine[k]), lo):
                     self.apply([(int(mine[k]), lo)])
                     moved = True
@@ -564,12 +645,21 @@ class LocalSearch:
         worst, ok = self.evaluate(
             [here, other], [-net / self.capacity[node], net / self.capacity[other]], distinct=True
         )
-        good = np.flatnonzero(ok & (worst < d - TOLERANCE))  # few swaps improve: the budget only for those
+        good = _indices(ok & (worst < d - TOLERANCE))  # few swaps improve: the budget only for those
         dn1, dc1 = self.budget_delta(mine[good], other[good])
         dn2, dc2 = self.budget_delta(theirs[good], here[good])
         good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
         best = _smallest(good, worst, RESOURCE_TRIES)
-        return [(float(worst[i]), [(int(mine[i]), int(other[i])), (int(theirs[i]), node)]) for i in best]
+        return [
+            (w, [(a, b), (c, node)])
+            for w, a, b, c in zip(
+                worst[best].tolist(),
+                mine[best].tolist(),
+                other[best].tolist(),
+                theirs[best].tolist(),
+                strict=True,
+            )
+        ]
 
     def _compound_candidates(
         self, units: IntArray, dests: IntArray, d: float
@@ -579,7 +669,7 @@ class LocalSearch:
         A refund whose nodes are not touched by the move ends them where it alone would: unless it alone leaves
         both below d it cannot be part of an improving step, so only those refunds (the COMPOUND_REFUNDS best of
         them) and the refunds that share a node with one of the moves are paired, exactly."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         if not len(units) or not len(migrated):
             return []
         src_m, home_m = self.assignment[migrated], self.original[migrated]
@@ -592,41 +682,43 @@ class LocalSearch:
         touched[self.assignment[units]] = True
         touched[dests] = True
         overlapping = touched[src_m] | touched[home_m]
-        good_alone = np.flatnonzero(fits & (alone < d - TOLERANCE) & ~overlapping)
+        good_alone = _indices(fits & (alone < d - TOLERANCE) & ~overlapping)
         if len(good_alone) > COMPOUND_REFUNDS:
             good_alone = good_alone[
                 np.argpartition(alone[good_alone], COMPOUND_REFUNDS - 1)[:COMPOUND_REFUNDS]
             ]
-        migrated = migrated[np.concatenate([good_alone, np.flatnonzero(overlapping)])]
+        migrated = migrated[np.concatenate([good_alone, _indices(overlapping)])]
         if not len(migrated):
             return []
-        v = np.repeat(units, len(migrated))
-        to = np.repeat(dests, len(migrated))
-        r = np.tile(migrated, len(units))
+        v = units.repeat(len(migrated))
+        to = dests.repeat(len(migrated))
+        r = _tile(migrated, len(units))
         keep = v != r
         v, to, r = v[keep], to[keep], r[keep]
         src_v, src_r, home = self.assignment[v], self.assignment[r], self.original[r]
-        worst, ok = self.evaluate(
-            [src_v, to, src_r, home],
-            [
-                -self.share[v] / self.capacity[src_v],
-                self.share[v] / self.capacity[to],
-                -self.share[r] / self.capacity[src_r],
-                self.share[r] / self.capacity[home],
-            ],
-        )
-        good = np.flatnonzero(ok & (worst < d - TOLERANCE))  # the budget only for the steps that improve
+        # the move's nodes differ (it improves), and so do the refund's (a migrated unit is away from home)
+        worst, ok = self._evaluate_legs((src_v, to, self.share[v]), (src_r, home, self.share[r]))
+        good = _indices(ok & (worst < d - TOLERANCE))  # few improve: the budget only for those
         dn1, dc1 = self.budget_delta(v[good], to[good])
         dn2, dc2 = self.budget_delta(r[good], home[good])
-        good = good[self.within_budget(dn1 + dn2, dc1 + dc2)]
-        best = _smallest(good, worst, RESOURCE_TRIES)
-        return [(float(worst[i]), [(int(r[i]), int(home[i])), (int(v[i]), int(to[i]))]) for i in best]
+        best = _smallest(good[self.within_budget(dn1 + dn2, dc1 + dc2)], worst, RESOURCE_TRIES)
+        return [
+            (w, [(a, b), (c, e)])
+            for w, a, b, c, e in zip(
+                worst[best].tolist(),
+                r[best].tolist(),
+                home[best].tolist(),
+                v[best].tolist(),
+                to[best].tolist(),
+                strict=True,
+            )
+        ]
 
     def _chain_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
         """Ejection chains of two links that cost no more budget than the first: a move at the worst node that
         would push its partner past d, and a migrated unit (moving it again is free) that then leaves the partner
         (when the worst node is over) or fills it (when under). Exact on the three nodes touched."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         units, partners = self._moves(node, over)
         if not len(migrated) or not len(units):
             return []
@@ -644,7 +736,7 @@ class LocalSearch:
             keep = (np.abs(here - mean) < d - TOLERANCE) & (mean - there >= d - TOLERANCE)
             keep &= self.staying[partners]
         keep &= partners != node
-        first = np.flatnonzero(keep)
+        first = _indices(keep)
         if not len(first):
             return []
         first = first[np.argsort(np.abs(here[first] - mean), kind="stable")[:CHAIN_FIRST_LINKS]]
@@ -662,7 +754,7 @@ class LocalSearch:
             dests = np.union1d(self._extreme_nodes(True, node), [node])
             pair2 = np.concatenate([np.repeat(pair, len(dests)), pair])
             v2 = np.concatenate([np.repeat(v, len(dests)), v])
-            c2 = np.concatenate([np.tile(dests, len(v)), self.original[v]])
+            c2 = np.concatenate([_tile(dests, len(v)), self.original[v]])
             v_from = b[pair2]
             v_to = c2
         else:
@@ -671,7 +763,7 @@ class LocalSearch:
             if len(migrated) > CHAIN_SECOND_LINKS:
                 migrated = migrated[np.argsort(-self.util[self.assignment[migrated]])[:CHAIN_SECOND_LINKS]]
             pair2 = np.repeat(np.arange(len(u)), len(migrated))
-            v2 = np.tile(migrated, len(u))
+            v2 = _tile(migrated, len(u))
             v_from = self.assignment[v2]
             v_to = b[pair2]
         keep = (v_to != v_from) & (v2 != u[pair2]) & (v_from != node) & (v_to >= 0)
@@ -688,7 +780,7 @@ class LocalSearch:
         the migrated unit goes home), and the state saved spent on one of the best moves the budget blocked. A
         twin of close load leaves both nodes of the route about where they were, so it frees budget at little
         cost in balance; exact on the (up to six) nodes touched."""
-        migrated = np.flatnonzero(self.migrated_mask())
+        migrated = _indices(self.migrated_mask())
         if not len(units) or not len(migrated):
             return []
         share, state = self.share, self.state
@@ -711,7 +803,7 @@ class LocalSearch:
         r_all, w_all = np.concatenate(rs), np.concatenate(ws)
         pick = np.repeat(np.arange(len(r_all)), len(units))
         r, w = r_all[pick], w_all[pick]
-        v, to = np.tile(units, len(r_all)), np.tile(dests, len(r_all))
+        v, to = _tile(units, len(r_all)), _tile(dests, len(r_all))
         keep = (v != r) & (v != w)
         r, w, v, to = r[keep], w[keep], v[keep], to[keep]
         src, home, src_v = self.assignment[r], self.original[r], self.assignment[v]
@@ -730,7 +822,7 @@ class LocalSearch:
             nodes += [src, dst]
             deltas += [-share[units] / capacity[src], share[units] / capacity[dst]]
         worst, ok = self.evaluate(nodes, deltas)
-        good = np.flatnonzero(ok & (worst < d - TOLERANCE))
+        good = _indices(ok & (worst < d - TOLERANCE))
         priced = [self.budget_delta(units[good], dst[good]) for units, _, dst in legs]
         delta_n, delta_c = priced[0]
         for more_n, more_c in priced[1:]:
@@ -788,7 +880,7 @@ class LocalSearch:
         band or lands more nodes inside it than it pushes out, and `max_steps` caps it."""
         staying, share, capacity = self.staying, self.share, self.capacity
         if by_size is None:
-            by_size = np.flatnonzero(self.movable)
+            by_size = _indices(self.movable)
             by_size = by_size[np.argsort(share[by_size], kind="stable")]
         sizes = share[by_size]
         for _ in range(max_steps):
@@ -798,8 +890,8 @@ class LocalSearch:
             out = staying & (np.abs(r) > band)
             if not out.any():
                 return
-            dests = _smallest(np.flatnonzero(staying & (r < band)), r, FILL_NODES)
-            units = np.flatnonzero(self.movable & staying[self.assignment] & (r[self.assignment] > -band))
+            dests = _smallest(_indices(staying & (r < band)), r, FILL_NODES)
+            units = _indices(self.movable & staying[self.assignment] & (r[self.assignment] > -band))
             if not len(dests) or not len(units):
                 return
             where, points = self.assignment[units], share[units]
@@ -807,7 +899,7 @@ class LocalSearch:
             # under node inside the band, from any node that may give it
             lands = out[where] & (np.abs(r[where] - points / capacity[where]) <= band)
             parts = [_pairs(units[lands], dests)]
-            under = _smallest(np.flatnonzero(out & (r < 0)), r, FILL_NODES)
+            under = _smallest(_indices(out & (r < 0)), r, FILL_NODES)
             if len(under):
                 # per under node, the units of a size that lands it (at most FILL_UNITS, the closest to the
                 # exact fit): a window of the units sorted by size, not units x nodes (100,000 units at scale)
@@ -868,7 +960,7 @@ class LocalSearch:
             score = np.maximum(np.abs(r[src]) - band, 0) + np.maximum(np.abs(r[dests]) - band, 0)
             score -= np.maximum(np.abs(after_src) - band, 0) + np.maximum(np.abs(after_dst) - band, 0)
             ok &= (landed >= 0) & (score > TOLERANCE)
-        good = np.flatnonzero(ok)
+        good = _indices(ok)
         delta_n, delta_c = self.budget_delta(units[good], dests[good])
         fits = self.within_budget(delta_n, delta_c)
         good, delta_c = good[fits], delta_c[fits]

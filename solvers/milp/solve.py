@@ -198,16 +198,24 @@ def solve_milp(
         time.perf_counter() - setup
     )  # what one more search state costs (O(units)): no start that cannot pay it
     unfinished: list[tuple[str, LocalSearch]] = []
+    # Start states whose descent ran to its end: a start that builds one of them again (e.g. the aimed Flux start
+    # making the first start's moves) would repeat the same steps to a plan already offered.
+    descended: set[tuple[bytes, bytes, int, float]] = set()
     done = settled()
     for index, (name, make) in enumerate(starts):
         if time.perf_counter() + 3 * setup_s >= deadline or done:
             break
         search = make()
+        state = search.state_key()
+        if state is not None and state in descended:
+            continue
         # A descent ends once its plan meets the bound (the plan is optimal in d).
         if not search.descend(
             slice_end(FIRST_SHARE if index == 0 else START_SHARE), DESCENT_STEPS, proven_at
         ):
             unfinished.append((name, search))
+        elif state is not None:
+            descended.add(state)
         if best.offer(search, f"{name} + descent"):
             done = settled()
     # Descents the time share cut short are finished in turn, the best so far first (the descent is what improves
