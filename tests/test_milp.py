@@ -589,13 +589,13 @@ def test_the_plan_hash_follows_every_move() -> None:
     rng = np.random.default_rng(11)
     inst = instance(rng.uniform(0.1, 9.0, size=80).tolist(), (np.arange(80) % 7).tolist(), [100.0] * 7)
     search = LocalSearch(inst, inst.current, inst.current)
-    hashes = {search.plan_hash}
+    hashes = {search.plan_hash()}
     for _ in range(200):
         if rng.random() < 0.5:
             search.apply([(int(rng.integers(80)), int(rng.integers(7)))])
         else:
             units = rng.choice(80, size=5, replace=False)
             search.apply_distinct(units, rng.integers(0, 7, size=5))
-        assert search.plan_hash == LocalSearch(inst, search.assignment, inst.current).plan_hash
-        hashes.add(search.plan_hash)
+        assert search.plan_hash() == LocalSearch(inst, search.assignment, inst.current).plan_hash()
+        hashes.add(search.plan_hash())
     assert len(hashes) > 150  # random walks revisit few plans

@@ -128,7 +128,7 @@ class LocalSearch:
         self.chains = inst.max_migration_cost is not None
         self.resources = BudgetTracker(inst)  # only its resource room is used; the budget is tracked here
         self.resources.track(self.assignment)
-        self.plan_hash = _placement_keys(np.arange(len(self.assignment)), self.assignment, inst.n_nodes)
+        self._plan_hash: int | None = None  # kept up to date once asked for (plan_hash): only the rounds ask
         self._index()
 
     def _index(self) -> None:
@@ -192,6 +192,13 @@ class LocalSearch:
         d = max(high, low, 0.0)
         return round(d, 9), -round((d - high) + (d - low), 9)
 
+    def plan_hash(self) -> int:
+        """A 64-bit hash of the assignment (see _placement_keys), computed once, then kept up to date move by move."""
+        if self._plan_hash is None:
+            units = np.arange(len(self.assignment))
+            self._plan_hash = _placement_keys(units, self.assignment, self.inst.n_nodes)
+        return self._plan_hash
+
     def apply(self, steps: list[tuple[int, int]]) -> None:
         for unit, dest in steps:
             # budget_delta of one move, on Python scalars (the same float operations, without the arrays)
@@ -204,9 +211,10 @@ class LocalSearch:
                 self.used_cost += (state if after else 0.0) - (state if before else 0.0)
             self.util[source] -= self.share[unit] / self.capacity[source]
             self.util[dest] += self.share[unit] / self.capacity[dest]
-            n_nodes = self.inst.n_nodes
-            self.plan_hash += _placement_key(unit, dest, n_nodes) - _placement_key(unit, source, n_nodes)
-            self.plan_hash &= _MASK
+            if self._plan_hash is not None:
+                n_nodes = self.inst.n_nodes
+                self._plan_hash += _placement_key(unit, dest, n_nodes) - _placement_key(unit, source, n_nodes)
+                self._plan_hash &= _MASK
             self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
             self._arrived.setdefault(dest, []).append(unit)
             self._arrivals += 1
@@ -224,9 +232,10 @@ class LocalSearch:
         sources = self.assignment[units]
         np.add.at(self.util, sources, -self.share[units] / self.capacity[sources])
         np.add.at(self.util, dests, self.share[units] / self.capacity[dests])
-        n_nodes = self.inst.n_nodes
-        self.plan_hash += _placement_keys(units, dests, n_nodes) - _placement_keys(units, sources, n_nodes)
-        self.plan_hash &= _MASK
+        if self._plan_hash is not None:
+            arrived = _placement_keys(units, dests, self.inst.n_nodes)
+            left = _placement_keys(units, sources, self.inst.n_nodes)
+            self._plan_hash = (self._plan_hash + arrived - left) & _MASK
         self.assignment[units] = dests
         for unit, dest in zip(units.tolist(), dests.tolist(), strict=True):
             self._arrived.setdefault(dest, []).append(unit)
@@ -851,10 +860,11 @@ class LocalSearch:
             if time.perf_counter() > deadline:
                 return False
             if seen is not None:
-                if self.plan_hash in seen:
+                plan = self.plan_hash()
+                if plan in seen:
                     return True
                 if len(seen) < SEEN_PLANS:
-                    seen.add(self.plan_hash)
+                    seen.add(plan)
             if (proven is not None and proven(self.key()[0])) or not self.step():
                 return True
         return False
