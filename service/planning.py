@@ -258,8 +258,10 @@ def _parse(job: PlanJob) -> _Parsed | WorkerAnswer:
 def _decode(body: bytes) -> Any:
     """The body as JSON data, or the 400 problem (a WorkerAnswer)."""
     try:
-        # pydantic's JSON parser (Rust): 30 us against json.loads' 50 us for a 10 x 100 snapshot
-        return pydantic_core.from_json(body)
+        # pydantic's JSON parser (Rust): 30 us against json.loads' 50 us for a 10 x 100 snapshot. Only the keys go
+        # through its string cache (a few dozen field names): caching the values too (ids, mostly unique) measured
+        # 2 us slower on a 10 x 100 snapshot and 50 % slower on 100,000 units (55 against 37 ms); the same data.
+        return pydantic_core.from_json(body, cache_strings="keys")
     except ValueError as exc:
         return _problem(
             validation_problem([{"type": "json_invalid", "loc": ("body",), "msg": str(exc)}], PATH)
