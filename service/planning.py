@@ -195,9 +195,8 @@ def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
         if request is not None:
             if not is_small(request):
                 return None
-            return _plan(
-                settings, job, _Parsed(request_data(request), request, parse_started), lambda d: None
-            )
+            data = request_data(request)
+            return _plan(settings, job, _Parsed(data, request, parse_started, data["units"]), lambda d: None)
         # Anything else (broken JSON, a wrong field, another algorithm's body) as the worker parses it: the same
         # problem, named the same way, or None for a body the worker plans.
         raw = _decode(job.body)
@@ -274,6 +273,7 @@ class _Parsed:
     raw: Any  # the request as plain JSON data (the decoded body, or `request_data`): what the validator reads
     request: AssignmentRequest
     parse_started: tuple[float, float]  # (time.monotonic(), time.process_time()) when the parse began
+    unit_fields: list[dict[str, Any]] | None = None  # the unit models' field dicts, when listed already
 
 
 def _parse(job: PlanJob) -> _Parsed | WorkerAnswer:
@@ -355,7 +355,7 @@ def _plan(
             ]
         )
     marks.append(("adapt", time.monotonic()))
-    instance = to_instance(request)
+    instance = to_instance(request, parsed.unit_fields)
     params = request.algorithm
     del (
         request
