@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import attrgetter, ne
+from operator import attrgetter, itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -16,19 +16,26 @@ from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from solvers.metrics import SMALL_UNITS, ClusterStats, cluster_stats, pairwise_sum
 
 
-def to_instance(request: AssignmentRequest) -> AssignmentInstance:
-    # Per-unit columns through map() with C-level getters: one pass each and no Python frame per unit (250,000).
+def to_instance(
+    request: AssignmentRequest, unit_fields: list[dict[str, Any]] | None = None
+) -> AssignmentInstance:
+    """The solver's instance of a request. `unit_fields`: the unit models' own field dicts (`vars`), when the caller
+    has them already (service.planning.request_data)."""
+    # Per-unit columns through map() with C-level getters: one pass each and no Python frame per unit (250,000),
+    # read from each unit model's field dict (a dict lookup is 40 % cheaper than the model's attribute lookup: the
+    # seven columns cost less than the one pass that lists the dicts).
     units = request.units
+    fields = list(map(vars, units)) if unit_fields is None else unit_fields
     n_units = len(units)
     node_index = {node.id: i for i, node in enumerate(request.nodes)}
-    unit_ids = tuple(map(attrgetter("id"), units))
-    loads = list(map(attrgetter("load"), units))
+    unit_ids = tuple(map(itemgetter("id"), fields))
+    loads = list(map(itemgetter("load"), fields))
     if isinstance(loads[0], list):
         series = np.array(loads, dtype=np.float64)
     else:  # single loads: no list per unit (250,000 of them cost a second)
         series = np.array(loads, dtype=np.float64)[:, None]
     # (most snapshots name no resource: one C-level truth scan then, no set of every unit's names)
-    unit_resources = list(map(attrgetter("resources"), units))
+    unit_resources = list(map(itemgetter("resources"), fields))
     node_resources = [n.resources for n in request.nodes]
     resource_names = (
         tuple(sorted(set().union(*unit_resources, *node_resources)))
@@ -36,7 +43,7 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
         else ()
     )
     usage = (
-        np.array([[u.resources.get(r, 0.0) for r in resource_names] for u in units], dtype=np.float64)
+        np.array([[u["resources"].get(r, 0.0) for r in resource_names] for u in fields], dtype=np.float64)
         if resource_names
         else np.zeros((n_units, 0))
     )
@@ -56,14 +63,14 @@ def to_instance(request: AssignmentRequest) -> AssignmentInstance:
         unit_ids=unit_ids,
         # Every named node exists (reference_errors ran first); None is no node.
         current=np.fromiter(
-            map(node_index.get, map(attrgetter("node"), units), repeat(UNPLACED)),
+            map(node_index.get, map(itemgetter("node"), fields), repeat(UNPLACED)),
             dtype=np.int64,
             count=n_units,
         ),
         series=series,
-        state_size=np.fromiter(map(attrgetter("state_size"), units), dtype=np.float64, count=n_units),
-        pinned=np.fromiter(map(attrgetter("pinned"), units), dtype=np.bool_, count=n_units),
-        operators=tuple(map(attrgetter("operator"), units)),
+        state_size=np.fromiter(map(itemgetter("state_size"), fields), dtype=np.float64, count=n_units),
+        pinned=np.fromiter(map(itemgetter("pinned"), fields), dtype=np.bool_, count=n_units),
+        operators=tuple(map(itemgetter("operator"), fields)),
         resource_names=resource_names,
         resource_usage=usage.reshape(n_units, len(resource_names)),
         resource_capacity=capacity_r.reshape(len(request.nodes), len(resource_names)),

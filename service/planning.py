@@ -186,6 +186,19 @@ def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
         if len(job.body) > INLINE_MAX_BODY_BYTES:  # not even parsed here
             return None
         parse_started = (time.monotonic(), time.process_time())
+        # A valid body straight into the models (no JSON data built on the way: 30 us less on a 10 x 100 snapshot);
+        # the validator then reads the models' own field values (`request_data`).
+        try:
+            request = AssignmentRequest.model_validate_json(job.body)
+        except ValidationError:
+            request = None
+        if request is not None:
+            if not is_small(request):
+                return None
+            data = request_data(request)
+            return _plan(settings, job, _Parsed(data, request, parse_started, data["units"]), lambda d: None)
+        # Anything else (broken JSON, a wrong field, another algorithm's body) as the worker parses it: the same
+        # problem, named the same way, or None for a body the worker plans.
         raw = _decode(job.body)
         if isinstance(raw, WorkerAnswer):
             return raw
@@ -241,11 +254,26 @@ def _guarded(settings: Settings, plan: Callable[[], _Answer]) -> _Answer:
             gc.enable()
 
 
+def request_data(request: AssignmentRequest) -> dict[str, Any]:
+    """The request as the JSON data the independent validator reads, from the models' own field dicts: the values
+    the client sent, as validated, every default filled in (the validator applies the same defaults to a body that
+    omits them). 8 us for a 10 x 100 snapshot, a quarter of decoding its body again; the validator only reads it."""
+    return {
+        **vars(request),
+        "nodes": list(map(vars, request.nodes)),
+        "units": list(map(vars, request.units)),
+        "traffic": list(map(vars, request.traffic)),
+        "budget": vars(request.budget),
+        "algorithm": vars(request.algorithm),
+    }
+
+
 @dataclass
 class _Parsed:
-    raw: Any  # the body as plain JSON data: what the independent validator reads
+    raw: Any  # the request as plain JSON data (the decoded body, or `request_data`): what the validator reads
     request: AssignmentRequest
     parse_started: tuple[float, float]  # (time.monotonic(), time.process_time()) when the parse began
+    unit_fields: list[dict[str, Any]] | None = None  # the unit models' field dicts, when listed already
 
 
 def _parse(job: PlanJob) -> _Parsed | WorkerAnswer:
@@ -258,8 +286,10 @@ def _parse(job: PlanJob) -> _Parsed | WorkerAnswer:
 def _decode(body: bytes) -> Any:
     """The body as JSON data, or the 400 problem (a WorkerAnswer)."""
     try:
-        # pydantic's JSON parser (Rust): 30 us against json.loads' 50 us for a 10 x 100 snapshot
-        return pydantic_core.from_json(body)
+        # pydantic's JSON parser (Rust): 30 us against json.loads' 50 us for a 10 x 100 snapshot. Only the keys go
+        # through its string cache (a few dozen field names): caching the values too (ids, mostly unique) measured
+        # 2 us slower on a 10 x 100 snapshot and 50 % slower on 100,000 units (55 against 37 ms); the same data.
+        return pydantic_core.from_json(body, cache_strings="keys")
     except ValueError as exc:
         return _problem(
             validation_problem([{"type": "json_invalid", "loc": ("body",), "msg": str(exc)}], PATH)
@@ -325,9 +355,11 @@ def _plan(
             ]
         )
     marks.append(("adapt", time.monotonic()))
-    instance = to_instance(request)
+    instance = to_instance(request, parsed.unit_fields)
     params = request.algorithm
-    del request  # the parsed models are the largest thing in memory; the validator reads the raw JSON
+    del (
+        request
+    )  # the parsed models are the largest thing in memory; the validator reads the JSON data (parsed.raw)
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
     # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
     solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))

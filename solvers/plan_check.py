@@ -1,7 +1,8 @@
 """Independent plan validator: recomputes every number of a plan from the raw request and checks every invariant.
 
-It works on the wire form (the request and response as plain JSON dicts) and shares no code with the adapter or
-`solvers.metrics`, so a bug there cannot hide itself here. The service runs it on every plan before answering;
+It works on the wire form (the request and response as plain JSON dicts: the service hands it the decoded body, or
+for a small inline plan the request models' own field dicts, the same values with the defaults filled in) and shares
+no code with the adapter or `solvers.metrics`, so a bug there cannot hide itself here. The service runs it on every plan before answering;
 tests run it on every plan they see.
 
 Invariants: every unit assigned exactly once to a known or added node; pinned units stay; draining and removed nodes

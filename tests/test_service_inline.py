@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.reliability.servers import serve
+from schemas.assignment import AssignmentRequest, reference_errors
 from schemas.common import MAX_ID_LENGTH
 from service import inline, planning
 from service.algorithms import REGISTRY
@@ -382,3 +383,81 @@ def test_a_real_server_plans_small_requests_inline_and_large_ones_in_workers() -
         milp = make_snapshot(algorithm={"name": "milp"}, time_limit_s=0.5)
         assert httpx.post(f"{url}{PLAN}", json=milp, timeout=10).status_code == 200
         assert inline_plans() == 1
+
+
+def _edge_bodies() -> dict[str, bytes]:
+    """Bodies where decoding JSON into Python data and validating it, and validating the JSON text straight into
+    the models, could part ways (number forms, duplicate keys, escapes, literals, trailing bytes)."""
+    good = make_snapshot(algorithm={"name": "flux"})
+    text = json.dumps(good)
+    unit = json.dumps(good["units"][0])
+    cases = {
+        "valid": text,
+        "integer loads and sizes": json.dumps(
+            {**good, "units": [{**u, "load": int(u["load"]) + 1, "state_size": 3} for u in good["units"]]}
+        ),
+        "a float budget": json.dumps({**good, "budget": {"max_migrations": 10.0}}),
+        "a huge budget": json.dumps({**good, "budget": {"max_migrations": 10**30}}),
+        "a load beyond float64": text.replace(unit, unit.replace('"load": ', '"load": 1e400, "x": ', 1)),
+        "NaN": text.replace(unit, unit.replace('"load": ', '"load": NaN, "x": ', 1)),
+        "Infinity": text.replace(unit, unit.replace('"load": ', '"load": Infinity, "x": ', 1)),
+        "a duplicate key": text.replace(unit, unit.replace('"load": ', '"load": 2.0, "load": ', 1)),
+        "escaped id": text.replace(unit, unit.replace('"id": "', '"id": "\\u0075\\u00e9', 1)),
+        "lone surrogate id": text.replace(unit, unit.replace('"id": "', '"id": "\\ud800', 1)),
+        "a control character in an id": text.replace(unit, unit.replace('"id": "', '"id": "\\u0001', 1)),
+        "a string load": text.replace(unit, unit.replace('"load": ', '"load": "1.0", "x": ', 1)),
+        "a string flag": text.replace(unit, unit.replace("{", '{"pinned": "true", ', 1)),
+        "an unknown field": text.replace(unit, unit.replace("{", '{"weight": 1, ', 1)),
+        "trailing bytes": text + " x",
+        "trailing whitespace": text + " \n",
+        "a byte order mark": "\ufeff" + text,
+        "null": "null",
+        "a list": "[]",
+        "a number": "1",
+        "empty": "",
+        "another algorithm's body naming flux": json.dumps(
+            {**good, "algorithm": {"name": "milp"}, "note": "flux"}
+        ),
+    }
+    return {name: body.encode() for name, body in cases.items()}
+
+
+@pytest.mark.parametrize("case", sorted(_edge_bodies()))
+def test_edge_bodies_get_the_same_answer_inline_and_in_a_worker(apps: tuple[Any, Any], case: str) -> None:
+    """The inline path validates a body's JSON text straight into the models and falls back to the worker's decode
+    on any error: every body gets the worker's answer, byte for byte."""
+    body = _edge_bodies()[case]
+    assert planning.may_be_small(body) or case in ("null", "a list", "a number", "empty")
+    fast, pooled = apps
+    inline_answer, worker_answer = _post(fast, body), _post(pooled, body)
+    assert inline_answer.status_code == worker_answer.status_code, (inline_answer.text, worker_answer.text)
+    assert _same_but_timing(inline_answer.content) == _same_but_timing(worker_answer.content)
+
+
+@EXAMPLES
+@given(snapshot=small_snapshots(), data=st.data())
+def test_the_validator_reads_the_models_as_it_reads_the_json(
+    snapshot: dict[str, Any], data: st.DataObject
+) -> None:
+    """`planning.request_data` (the models' own field values) is the JSON data for the validator: it finds the same
+    problems in a plan, valid or broken, as from the decoded body."""
+    body = json.dumps(snapshot).encode()
+    request = AssignmentRequest.model_validate_json(body)
+    if reference_errors(request):
+        return
+    answer = planning.plan_if_small(Settings(), planning.PlanJob(body, time.monotonic()))
+    assert answer is not None
+    if answer.status != 200:
+        return
+    plan = json.loads(answer.body)
+    raw = json.loads(body)
+    from_models = planning.request_data(request)
+    assert plan_check.check_plan(from_models, plan) == plan_check.check_plan(raw, plan) == []
+    broken = json.loads(answer.body)
+    unit = data.draw(st.sampled_from(sorted(broken["assignment"])))
+    broken["assignment"][unit] = data.draw(
+        st.sampled_from([n["id"] for n in snapshot["nodes"]] + ["nowhere"])
+    )
+    broken["migrations"] += data.draw(st.integers(0, 1))
+    broken["after"]["load_distance"] *= data.draw(st.sampled_from([1.0, 1.5]))
+    assert plan_check.check_plan(from_models, broken) == plan_check.check_plan(raw, broken)
