@@ -72,7 +72,9 @@ def repair_trail(inst: AssignmentInstance, start: np.ndarray, repairs: int) -> t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default="", help="K30 or 'cost 2%%' (default both)")
-    parser.add_argument("--repairs", type=int, default=0, help="repairs per trail (default 400 K30, 200 cost)")
+    parser.add_argument(
+        "--repairs", type=int, default=0, help="repairs per trail (default 400 K30, 200 cost)"
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="cProfile one trail, top 25 by own time")
     args = parser.parse_args()
