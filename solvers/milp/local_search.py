@@ -89,6 +89,18 @@ def _pairs(units: IntArray, nodes: IntArray) -> tuple[IntArray, IntArray]:
     return units.repeat(len(nodes)), _tile(nodes, len(units))
 
 
+def _lower_quartile(values: FloatArray) -> float:
+    """np.quantile(values, 0.25) (its default, linear method; at least two values), to the bit, without its Python
+    overhead (0.17 ms a call, the band repair's dearest line under cost budgets): the same index, weight and lerp."""
+    virtual = (len(values) - 1) * 0.25
+    below = int(virtual)
+    weight = virtual - below
+    ordered = np.sort(values)
+    a, b = float(ordered[below]), float(ordered[below + 1])
+    step = b - a
+    return a + step * weight if weight < 0.5 else b - step * (1 - weight)
+
+
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
     """The `count` entries of `index` with the smallest `value`, in order (argpartition first: index may be long)."""
     if len(index) > count:
@@ -997,7 +1009,7 @@ class LocalSearch:
         best, delta_c = good[top], delta_c[top]
         if self.inst.max_migration_cost is not None and len(best) > 1:
             # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
-            best = best[delta_c <= np.quantile(delta_c, 0.25)]
+            best = best[delta_c <= _lower_quartile(delta_c)]
         order = rng.permutation(best)
         for i in order[:RESOURCE_TRIES].tolist():
             if self.resources.fits(int(units[i]), int(dests[i])):
