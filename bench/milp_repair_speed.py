@@ -5,7 +5,8 @@ The repairs are those of solve.py's perturbation rounds without their clock: fro
 real-skew instance (bench/milp_skew.py), a fixed-seed trail of repairs, each from the best plan so far: a share of
 its migrations sent home (10-50 %, at most 32), then the band repair (every other repair, as long as no unit is left
 on a draining node) and the descent with the memory of plans seen; a better plan becomes the trail's origin. The
-hash covers every repaired plan (assignment and key); the time covers the repairs only, best of `--runs`.
+hash covers every repaired plan (assignment and key); the time covers the repairs only (CPU time of the process:
+steadier than the wall clock on a shared machine), best of `--runs`.
 
     python -m bench.milp_repair_speed [--only K30] [--repairs 400] [--runs 3]
 """
@@ -52,7 +53,7 @@ def repair_trail(inst: AssignmentInstance, start: np.ndarray, repairs: int) -> t
         migrated = np.flatnonzero(best.migrated_mask())
         if not len(migrated):
             break
-        started = time.perf_counter()
+        started = time.process_time()
         size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(*PERTURBATION_SHARE) * len(migrated))))
         trial = LocalSearch(inst, best.assignment, original)
         trial.send_home(rng.choice(migrated, size=size, replace=False))
@@ -61,7 +62,7 @@ def repair_trail(inst: AssignmentInstance, start: np.ndarray, repairs: int) -> t
             trial.fill_band(band, rng, np.inf, FILL_STEPS_PER_NODE * len(trial.active_nodes), by_size)
         trial.descend(np.inf, DESCENT_STEPS, seen=seen)
         key = trial.key()
-        spent += time.perf_counter() - started
+        spent += time.process_time() - started
         digest.update(trial.assignment.tobytes())
         digest.update(repr(key).encode())
         if key < best_key:
@@ -98,7 +99,7 @@ def main() -> None:
             hashes.add(plans)
         assert len(hashes) == 1, "the trail is not deterministic"
         print(
-            f"{name:<28} {repairs} repairs: {1e3 * min(times) / repairs:.2f} ms per repair (best of {args.runs}; "
+            f"{name:<28} {repairs} repairs: {1e3 * min(times) / repairs:.2f} ms CPU per repair (best of {args.runs}; "
             f"runs {' '.join(f'{1e3 * t / repairs:.2f}' for t in times)}), plans {hashes.pop()}, best d {best:.3f}, "
             f"load {os.getloadavg()[0]:.2f}",
             flush=True,

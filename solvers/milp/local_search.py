@@ -986,12 +986,15 @@ class LocalSearch:
         src = self.assignment[units]
         keep = src != dests
         units, dests, src = units[keep], dests[keep], src[keep]
-        after_src = r[src] - share[units] / capacity[src]
-        after_dst = r[dests] + share[units] / capacity[dests]
+        points = share[units]
+        arriving = points / capacity[dests]
+        after_src = r[src] - points / capacity[src]
+        after_dst = r[dests] + arriving
         inside_src, inside_dst = np.abs(after_src) <= band, np.abs(after_dst) <= band
-        landed = (out[src] & inside_src).astype(np.int64) + (out[dests] & inside_dst)
-        landed -= (~out[src] & ~inside_src).astype(np.int64) + (~out[dests] & ~inside_dst)
-        ok = self.util[dests] + share[units] / capacity[dests] <= self.cap * (1 + 1e-12)
+        # per node +1 when it lands (out, then inside), -1 when it is pushed out (inside, then out), else 0: that is
+        # out + inside - 1, summed over the two nodes (integers: exact)
+        landed = out[src].astype(np.int64) + inside_src + out[dests] + inside_dst - 2
+        ok = self.util[dests] + arriving <= self.cap * (1 + 1e-12)
         if landing:
             ok &= landed >= 1
             score = landed.astype(np.float64)
