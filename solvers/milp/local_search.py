@@ -313,13 +313,15 @@ class LocalSearch:
         out_a, in_a = -share_a / capacity[src_a], share_a / capacity[dst_a]
         out_b, in_b = -share_b / capacity[src_b], share_b / capacity[dst_b]
         zero = 0.0
+        # the four coincidences, each compared once (equality is symmetric)
+        src_src, dst_src, src_dst, dst_dst = src_b == src_a, dst_b == src_a, src_b == dst_a, dst_b == dst_a
         return self._worst_ok(
             [src_a, dst_a, src_b, dst_b],
             [
-                out_a + np.where(src_b == src_a, out_b, np.where(dst_b == src_a, in_b, zero)),
-                in_a + np.where(src_b == dst_a, out_b, np.where(dst_b == dst_a, in_b, zero)),
-                out_b + np.where(src_a == src_b, out_a, np.where(dst_a == src_b, in_a, zero)),
-                in_b + np.where(src_a == dst_b, out_a, np.where(dst_a == dst_b, in_a, zero)),
+                out_a + np.where(src_src, out_b, np.where(dst_src, in_b, zero)),
+                in_a + np.where(src_dst, out_b, np.where(dst_dst, in_b, zero)),
+                out_b + np.where(src_src, out_a, np.where(src_dst, in_a, zero)),
+                in_b + np.where(dst_src, out_a, np.where(dst_dst, in_a, zero)),
             ],
         )
 
