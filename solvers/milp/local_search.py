@@ -176,11 +176,12 @@ class LocalSearch:
         original = self.original[units]
         before = counts & (self.assignment[units] != original)
         after = counts & (dest != original)
-        delta_n = after.astype(np.int64) - before.astype(np.int64)
+        delta_n = np.subtract(after, before, dtype=np.int64)
         if not self.costed:
             return delta_n, np.zeros(delta_n.shape)
-        state = self.state[units]
-        return delta_n, np.where(after, state, 0.0) - np.where(before, state, 0.0)
+        # where(after, state, 0) - where(before, state, 0), in two numpy calls: state times -1, 0 or 1 is the same
+        # number, and + 0.0 turns the zeros' sign to +0.0 as that difference has it (states are finite)
+        return delta_n, delta_n * self.state[units] + 0.0
 
     def within_budget(self, delta_n: IntArray, delta_c: FloatArray) -> BoolArray:
         if not self.costed:  # the cost clause is all True (an infinite budget)
