@@ -70,6 +70,26 @@ def repair_trail(inst: AssignmentInstance, start: np.ndarray, repairs: int) -> t
     return spent, digest.hexdigest()[:16], best_key[0]
 
 
+def random_repairs_hash(count: int, large: bool) -> str:
+    """Hash of repair trails (10 repairs each) on bench.milp_answers_hash's random snapshots, from the descended Flux
+    start: deterministic, unlike that bench's `--large` answers, whose starts follow the clock on big snapshots
+    (two runs of the same tree differ under load), so the repairs are checked on every shape here."""
+    from bench.milp_answers_hash import random_snapshot
+    from solvers.errors import UnsolvableRequest
+
+    digest = hashlib.sha256()
+    for seed in range(count):
+        inst = random_snapshot(seed, large)
+        try:
+            start = flux(inst).assignment
+        except UnsolvableRequest:
+            continue
+        if (start < 0).any():
+            continue
+        digest.update(repair_trail(inst, start, 10)[1].encode())
+    return digest.hexdigest()[:16]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default="", help="K30 or 'cost 2%%' (default both)")
@@ -78,7 +98,14 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="cProfile one trail, top 25 by own time")
+    parser.add_argument("--random", type=int, default=0, help="instead: hash of trails on N random snapshots")
+    parser.add_argument("--large", action="store_true", help="with --random: the large random snapshots")
     args = parser.parse_args()
+    if args.random:
+        print(
+            f"repair trails on {args.random} random snapshots: {random_repairs_hash(args.random, args.large)}"
+        )
+        return
     made = family()
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     for short, (name, repairs) in INSTANCES.items():
