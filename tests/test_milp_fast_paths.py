@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solvers.instance import AssignmentInstance
 from solvers.milp import bounds, local_search
-from solvers.milp.local_search import LocalSearch
+from solvers.milp.local_search import LocalSearch, _lower_quartile
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -129,3 +129,17 @@ def test_common_step_with_its_scalar_precheck_is_common_step_without(loads: list
     finally:
         bounds._first_values_fail_every_step = original
     assert fast == slow
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from([0.0, 1.0, 1.0, 2.5, -3.0]), st.floats(-1e12, 1e12, allow_nan=False)),
+        min_size=2,
+        max_size=200,
+    )
+)
+def test_lower_quartile_is_numpys_to_the_bit(values: list[float]) -> None:
+    """The band repair's cheaper quartile (cost budgets) picks the same moves: np.quantile's value, bit for bit."""
+    array = np.asarray(values)
+    assert _lower_quartile(array).hex() == float(np.quantile(array, 0.25)).hex()
