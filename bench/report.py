@@ -66,11 +66,12 @@ WHY: dict[str, str] = {
     "scale": "The HTTP wall includes parsing, validation and serialization of a 7.9 MiB body on the shared cores.",
     "spark": "The main job runs local Spark on the shared 2 cores; its wall time is dominated by Spark's "
     "micro-batches, not by trimtab. `--quick` stops after 3 windows, so its ratio is not the target's.",
-    "reliability": "Throughput: each plan crosses a process boundary (the solver worker that enforces the deadline) "
-    "and computes statistics and the independent validator, which on 10 x 100 snapshots cost more than the solver "
-    "(docs/reliability.md has the profile); the bare endpoint only parses. The ratio depends on the machine's load: "
-    "under contention trimtab's worker processes get a larger share of the cores, which flatters it (a quiet run "
-    "in docs/reliability.md measured flux at 0.35 of bare). Deadlines: at the largest bodies (17 MiB) parsing and "
+    "reliability": "Throughput: a small flux plan is answered in the service process, but besides parsing it "
+    "computes the plan, its before/after statistics and the independent validator, each a pass over the units "
+    "(docs/reliability.md has the profile); the bare endpoint only parses. milp plans also cross a process boundary "
+    "(the solver worker that enforces the deadline). The load generator shares the 2 cores, and the CPU per request "
+    "of every server moves with the machine (up to 40 % between quiet runs of one session), so the ratio moves by a "
+    "few hundredths between runs. Deadlines: at the largest bodies (17 MiB) parsing and "
     "validation alone take seconds on loaded cores; the wall counts them, so a loaded run can exceed "
     "time_limit_s + 1 s.",
 }
