@@ -395,9 +395,8 @@ def _feasible_on_lists(
     same_node = size_nodes[1:] == size_nodes[:-1]
     sorted_segments = bool(np.all(size_before[1:][same_node] >= size_before[:-1][same_node]))
     edges = [0, *((~same_node).nonzero()[0] + 1).tolist(), len(size_nodes_l)]
-    segment_of: list[list[float]] = [
-        [] for _ in own_total_l
-    ]  # by node (an empty one: no unit is ever needed)
+    # by node (an empty one: no unit is ever needed)
+    segment_of: list[list[float]] = [[] for _ in own_total_l]
     for a, b in itertools.pairwise(edges):
         if b > a:
             segment_of[size_nodes_l[a]] = size_before_l[a:b]

@@ -37,8 +37,8 @@ RESOURCE_TRIES = 16  # candidates checked against resource caps before giving up
 CHAIN_FIRST_LINKS = 256  # first links (the move at the worst node) of ejection chains tried, the best first
 TWINS = 3  # cheaper units of a migration's home tried in its place (cost budgets), the closest in load first
 TWIN_MIGRATIONS = 64  # migrations tried for a cheaper twin per step at most
-FILL_NODES = 64
-FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair  # destinations (under nodes) tried per step of the band repair: the least utilized
+FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair: the least utilized
+FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
 
@@ -89,6 +89,12 @@ def _pairs(units: IntArray, nodes: IntArray) -> tuple[IntArray, IntArray]:
     return units.repeat(len(nodes)), _tile(nodes, len(units))
 
 
+def _ranges(starts: IntArray, counts: IntArray) -> IntArray:
+    """The ranges starts[i] .. starts[i] + counts[i] - 1 end to end (counts >= 0), in a few C calls: each
+    position's offset within its range is its index minus the number of positions before its range."""
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
 def _lower_quartile(values: FloatArray) -> float:
     """np.quantile(values, 0.25) (its default, linear method; at least two values), to the bit, without its Python
     overhead (0.17 ms a call, the band repair's dearest line under cost budgets): the same index, weight and lerp."""
@@ -137,7 +143,7 @@ class LocalSearch:
         self.used_cost = float(self.state[moved].sum())
         # Ejection chains under cost budgets only: measured (interleaved A/B, 1 s, 8 seeds) they lower the distance
         # on cost budgets by 1-2 % and raise it on count budgets by 3-5 % (their evaluation costs steps there).
-        self.chains = inst.max_migration_cost is not None
+        self.chains = self.costed
         self.resources = BudgetTracker(inst)  # only its resource room is used; the budget is tracked here
         self.resources.track(self.assignment)
         self._plan_hash: int | None = None  # kept up to date once asked for (plan_hash): only the rounds ask
@@ -363,10 +369,8 @@ class LocalSearch:
                 dests = dests[dests != worst_node]
             home = self.original[units]
             back = self.counts[units] & (home != worst_node)
-            return (
-                np.concatenate([units.repeat(len(dests)), units[back]]),
-                np.concatenate([_tile(dests, len(units)), home[back]]),
-            )
+            pair_units, pair_dests = _pairs(units, dests)
+            return np.concatenate([pair_units, units[back]]), np.concatenate([pair_dests, home[back]])
         if everywhere:  # every node but the worst is a source (the staying ones as extreme nodes)
             units = _indices(movable & (self.assignment != worst_node))
             return units, np.full(len(units), worst_node, dtype=np.int64)
@@ -667,7 +671,7 @@ class LocalSearch:
         if not total:
             return []
         j = np.repeat(np.arange(len(theirs)), counts)
-        k = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)
+        k = _ranges(first, counts)
         pair = np.sort(by_size[k] * len(theirs) + j)
         mine, theirs = mine[pair // len(theirs)], theirs[pair % len(theirs)]
         other = self.assignment[theirs]
@@ -950,8 +954,7 @@ class LocalSearch:
                 lo = np.maximum(lo, at - FILL_UNITS // 2)
                 hi = np.minimum(hi, np.maximum(at + FILL_UNITS // 2, lo))
                 counts = hi - lo
-                starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
-                picked = by_size[starts + np.arange(counts.sum())]
+                picked = by_size[_ranges(lo, counts)]
                 targets = np.repeat(under, counts)
                 keep = r[self.assignment[picked]] > -band
                 if not all_staying:
@@ -1013,7 +1016,7 @@ class LocalSearch:
             return False
         top = score[good] >= score[good].max() - (0.0 if landing else TOLERANCE)
         best, delta_c = good[top], delta_c[top]
-        if self.inst.max_migration_cost is not None and len(best) > 1:
+        if self.costed and len(best) > 1:
             # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
             best = best[delta_c <= _lower_quartile(delta_c)]
         order = rng.permutation(best)

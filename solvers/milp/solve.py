@@ -72,9 +72,8 @@ FILL_SHARE_COST = (0.3, 0.1)
 # Seconds counted in advance for each kind of repair (with the wins above): 0.1 against 0.02, interleaved A/B over
 # 14 real-skew snapshots (10 held out), 6 seeds, 1 s: geometric mean of the distance 0.981 (0.935 on 6 of them).
 FILL_PRIOR_S = 0.1
-FILL_STEPS_PER_NODE = (
-    4  # cap on the band repair's moves (each lands a node or takes excess off: it ends anyway)
-)
+# Cap on the band repair's moves, per staying node (each lands a node or takes excess off: it ends anyway).
+FILL_STEPS_PER_NODE = 4
 MODEL_SHARE_MIN = 0.15  # of the rounds' time, for move-model rounds however rarely they improve the plan
 # Shortest slice of a move-model round (CP-SAT) that is run while perturbations have migrations to send home.
 # Measured at 1 s (slices of 50 ms) on the 14 real-skew instances of bench.milp_skew and its held-out set and the 12
