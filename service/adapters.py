@@ -132,12 +132,11 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
         cost = float(instance.state_size[moved].sum())
         load_moved = float(instance.load[moved].sum())
         assigned = dict(zip(unit_ids, names[assignment].tolist(), strict=True))
+        # the ids of the moved units only (an object array of all ids cost more)
         moves = [
             {"unit": unit, "from": src, "to": dst, "cost": size}
             for unit, src, dst, size in zip(
-                [
-                    unit_ids[k] for k in moved_units
-                ],  # the moved ones only (an object array of all ids cost more)
+                [unit_ids[k] for k in moved_units],
                 names[instance.current[moved]].tolist(),
                 names[assignment[moved]].tolist(),
                 instance.state_size[moved].tolist(),

@@ -357,9 +357,9 @@ def _plan(
     marks.append(("adapt", time.monotonic()))
     instance = to_instance(request, parsed.unit_fields)
     params = request.algorithm
-    del (
-        request
-    )  # the parsed models are the largest thing in memory; the validator reads the JSON data (parsed.raw)
+    # Nothing below reads the models (the validator reads the JSON data, parsed.raw). They stay in memory until the
+    # answer is built all the same: `parsed` holds them too.
+    del request
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
     # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
     solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))

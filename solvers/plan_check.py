@@ -1,9 +1,9 @@
 """Independent plan validator: recomputes every number of a plan from the raw request and checks every invariant.
 
 It works on the wire form (the request and response as plain JSON dicts: the service hands it the decoded body, or
-for a small inline plan the request models' own field dicts, the same values with the defaults filled in) and shares
-no code with the adapter or `solvers.metrics`, so a bug there cannot hide itself here. The service runs it on every plan before answering;
-tests run it on every plan they see.
+for a small inline plan the request models' own field dicts, the same values with the defaults filled in) and
+shares no code with the adapter or `solvers.metrics`, so a bug there cannot hide itself here. The service runs it on
+every plan before answering; tests run it on every plan they see.
 
 Invariants: every unit assigned exactly once to a known or added node; pinned units stay; draining and removed nodes
 receive nothing; removed nodes end empty; the moves list is exactly the diff of the two states with the right costs;
@@ -307,14 +307,16 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         broken = (any(removed_mask) and any(map(removed_mask.__getitem__, after_list))) or any(
             [unit_list[k].get("pinned", False) or blocked_mask[after_list[k]] for k in changed_list]
         )
-    else:
+    # As arrays: a plan too large for lists, or a broken one (named unit by unit below).
+    if not small or broken:
         where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
         where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
         changed = where_after != where_before
-        changed_list = np.flatnonzero(changed).tolist()
         pinned = np.fromiter(
             map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units
         )
+    if not small:
+        changed_list = np.flatnonzero(changed).tolist()
         # One test for the four rules first: a valid plan (every plan the service sends) breaks none.
         broken = bool(
             (
@@ -323,12 +325,6 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             ).any()
         )
     if broken:  # named unit by unit, as arrays whatever the size (only a broken plan gets here)
-        where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
-        where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
-        changed = where_after != where_before
-        pinned = np.fromiter(
-            map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units
-        )
         removed_at = np.array(removed_mask, dtype=bool)[where_after]
         draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
         marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
@@ -411,9 +407,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     windows = len(loads[0]) if loads and isinstance(loads[0], list) else 1
     capacity_list = [capacity[n] for n in all_nodes]
     staying_before_list = [n in nodes and n not in draining for n in all_nodes]
-    staying_after_list = [
-        not (n in draining or n in removed or n in marked) for n in all_nodes
-    ]  # draining, removed and marked nodes leave
+    # draining, removed and marked nodes leave
+    staying_after_list = [not (n in draining or n in removed or n in marked) for n in all_nodes]
     if windows == 1 and small and any(staying_before_list) and any(staying_after_list):
         # A small plan of single loads: on Python lists (numpy's per-call overhead would be most of the time). A
         # series of one window is a single load.
@@ -425,8 +420,9 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         util_after: Any = after.pop("_util")
         before.pop("_util")
     else:
-        where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
-        where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
+        # (arrays already for a plan of more than SMALL_UNITS units: no copy then)
+        where_before = np.asarray(where_before, dtype=np.int64).reshape(n_units)
+        where_after = np.asarray(where_after, dtype=np.int64).reshape(n_units)
         unit_series = np.array(loads, dtype=np.float64).reshape(n_units, windows)
         capacity_arr = np.array(capacity_list, dtype=np.float64)
         staying_before = np.array(staying_before_list, dtype=bool)
