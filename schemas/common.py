@@ -1,8 +1,13 @@
 """Shared building blocks of the wire models: strict base, finite numbers, ids, RFC 9457 problem details."""
 
-from typing import Annotated
+import typing
+from collections.abc import Callable
+from copy import copy
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+from typing_extensions import TypedDict
 
 # Hard caps that hold whatever the settings say: they bound memory per request before any solver runs.
 MAX_ID_LENGTH = 200
@@ -51,3 +56,30 @@ class Problem(ResponseModel):
     detail: str
     instance: str | None = None
     errors: list[FieldError] = Field(default_factory=list)
+
+
+def field_values_form(model: type[BaseModel], nested: dict[type[BaseModel], Any]) -> Any:
+    """A TypedDict of the model's own fields, each with the model's type, constraints, default and description, and the
+    model's config (unknown keys, NaN and coercion refused alike): validating JSON into it gives plain dicts, no
+    model object per item, holding exactly the values a model's fields would (`vars(model)`). Lists of the models in
+    `nested` become lists of their forms (and a factory default of such a model its fields' defaults). Only for a
+    fast path that must accept exactly what the model accepts; the OpenAPI document keeps the models."""
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        annotation: Any = info.annotation
+        if typing.get_origin(annotation) is list and typing.get_args(annotation)[0] in nested:
+            annotation = list[nested[typing.get_args(annotation)[0]]]  # type: ignore[misc]
+        elif annotation in nested:
+            annotation = nested[annotation]
+        form_info: FieldInfo = copy(info)
+        factory = info.default_factory
+        if isinstance(factory, type) and factory in nested:
+            form_info.default_factory = _fields_of_default(factory)
+        fields[name] = Annotated[annotation, form_info]
+    form = TypedDict(f"{model.__name__}Fields", fields)  # type: ignore[misc]
+    form.__pydantic_config__ = model.model_config  # type: ignore[attr-defined]
+    return form
+
+
+def _fields_of_default(model: type[BaseModel]) -> Callable[[], dict[str, Any]]:
+    return lambda: dict(vars(model()))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import attrgetter, itemgetter, ne
+from operator import itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -11,23 +11,23 @@ import numpy as np
 from schemas.assignment import (
     AssignmentRequest,
     PlanResponse,
+    request_fields,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from solvers.metrics import SMALL_UNITS, ClusterStats, cluster_stats, pairwise_sum
 
 
-def to_instance(
-    request: AssignmentRequest, unit_fields: list[dict[str, Any]] | None = None
-) -> AssignmentInstance:
-    """The solver's instance of a request. `unit_fields`: the unit models' own field dicts (`vars`), when the caller
-    has them already (service.planning.request_data)."""
+def to_instance(request: AssignmentRequest | dict[str, Any]) -> AssignmentInstance:
+    """The solver's instance of a request: the model, or its fields' values (schemas.assignment.request_fields)."""
     # Per-unit columns through map() with C-level getters: one pass each and no Python frame per unit (250,000),
-    # read from each unit model's field dict (a dict lookup is 40 % cheaper than the model's attribute lookup: the
-    # seven columns cost less than the one pass that lists the dicts).
-    units = request.units
-    fields = list(map(vars, units)) if unit_fields is None else unit_fields
-    n_units = len(units)
-    node_index = {node.id: i for i, node in enumerate(request.nodes)}
+    # read from each unit's field dict (a dict lookup is 40 % cheaper than a model's attribute lookup: the seven
+    # columns cost less than the one pass that lists the dicts).
+    request = request_fields(request)
+    fields, nodes, traffic = request["units"], request["nodes"], request["traffic"]
+    budget = request["budget"]
+    n_units = len(fields)
+    node_ids = tuple(map(itemgetter("id"), nodes))
+    node_index = dict(zip(node_ids, range(len(node_ids)), strict=True))
     unit_ids = tuple(map(itemgetter("id"), fields))
     loads = list(map(itemgetter("load"), fields))
     if isinstance(loads[0], list):
@@ -36,7 +36,7 @@ def to_instance(
         series = np.array(loads, dtype=np.float64)[:, None]
     # (most snapshots name no resource: one C-level truth scan then, no set of every unit's names)
     unit_resources = list(map(itemgetter("resources"), fields))
-    node_resources = [n.resources for n in request.nodes]
+    node_resources = list(map(itemgetter("resources"), nodes))
     resource_names = (
         tuple(sorted(set().union(*unit_resources, *node_resources)))
         if any(unit_resources) or any(node_resources)
@@ -48,18 +48,17 @@ def to_instance(
         else np.zeros((n_units, 0))
     )
     capacity_r = (
-        np.array(
-            [[n.resources.get(r, np.inf) for r in resource_names] for n in request.nodes], dtype=np.float64
-        )
+        np.array([[n["resources"].get(r, np.inf) for r in resource_names] for n in nodes], dtype=np.float64)
         if resource_names
-        else np.zeros((len(request.nodes), 0))
+        else np.zeros((len(nodes), 0))
     )
     # Traffic names units: index them only when there is traffic.
-    unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if request.traffic else {}
+    unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if traffic else {}
+    max_migrations = budget["max_migrations"]
     return AssignmentInstance(
-        node_ids=tuple(map(attrgetter("id"), request.nodes)),
-        capacity=np.array([n.capacity for n in request.nodes], dtype=np.float64),
-        draining=np.array([n.draining for n in request.nodes], dtype=np.bool_),
+        node_ids=node_ids,
+        capacity=np.array(list(map(itemgetter("capacity"), nodes)), dtype=np.float64),
+        draining=np.array(list(map(itemgetter("draining"), nodes)), dtype=np.bool_),
         unit_ids=unit_ids,
         # Every named node exists (reference_errors ran first); None is no node.
         current=np.fromiter(
@@ -73,16 +72,14 @@ def to_instance(
         operators=tuple(map(itemgetter("operator"), fields)),
         resource_names=resource_names,
         resource_usage=usage.reshape(n_units, len(resource_names)),
-        resource_capacity=capacity_r.reshape(len(request.nodes), len(resource_names)),
-        traffic_src=np.array([unit_index[t.src] for t in request.traffic], dtype=np.int64),
-        traffic_dst=np.array([unit_index[t.dst] for t in request.traffic], dtype=np.int64),
-        traffic_rate=np.array([t.rate for t in request.traffic], dtype=np.float64),
+        resource_capacity=capacity_r.reshape(len(nodes), len(resource_names)),
+        traffic_src=np.array([unit_index[t["src"]] for t in traffic], dtype=np.int64),
+        traffic_dst=np.array([unit_index[t["dst"]] for t in traffic], dtype=np.int64),
+        traffic_rate=np.array([t["rate"] for t in traffic], dtype=np.float64),
         # More migrations than units limits nothing: clamp, so no solver sees a count beyond the instance.
-        max_migrations=None
-        if request.budget.max_migrations is None
-        else min(request.budget.max_migrations, n_units),
-        max_migration_cost=request.budget.max_migration_cost,
-        serialization_cost=request.serialization_cost,
+        max_migrations=None if max_migrations is None else min(max_migrations, n_units),
+        max_migration_cost=budget["max_migration_cost"],
+        serialization_cost=request["serialization_cost"],
     )
 
 

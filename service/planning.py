@@ -18,9 +18,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pydantic_core
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from schemas.assignment import AssignmentRequest, reference_errors
+from schemas.assignment import (
+    AssignmentRequest,
+    AssignmentRequestFields,
+    reference_errors,
+    request_fields,
+)
 from schemas.common import Problem
 from service.adapters import plan_answer, to_instance
 from service.algorithms import REGISTRY
@@ -78,13 +83,18 @@ INLINE_ALGORITHMS = frozenset({"flux", "largest-load-first", "round-robin", "ran
 _INLINE_NAMES = tuple(f'"{name}"'.encode() for name in sorted(INLINE_ALGORITHMS))
 
 
-def is_small(request: AssignmentRequest) -> bool:
-    """Whether a parsed request is small enough to plan in the service process (see INLINE_MAX_BODY_BYTES; the body
-    cap itself is checked before the parse, in plan_if_small)."""
+# A small body is validated into its fields' values (plain dicts, no model object per unit: a fifth of the
+# validation's cost, and its freeing, less on a 10 x 100 snapshot), by exactly the models' rules.
+_FIELDS = TypeAdapter(AssignmentRequestFields)
+
+
+def is_small(request: dict[str, Any]) -> bool:
+    """Whether a parsed request (its fields' values) is small enough to plan in the service process (see
+    INLINE_MAX_BODY_BYTES; the body cap itself is checked before the parse, in plan_if_small)."""
     return (
-        request.algorithm.name in INLINE_ALGORITHMS
-        and len(request.units) <= INLINE_MAX_UNITS
-        and len(request.nodes) <= INLINE_MAX_NODES
+        request["algorithm"].name in INLINE_ALGORITHMS
+        and len(request["units"]) <= INLINE_MAX_UNITS
+        and len(request["nodes"]) <= INLINE_MAX_NODES
         and _windows(request) == 1
     )
 
@@ -123,27 +133,29 @@ def resolve_time_limit(requested: float | None, settings: Settings) -> float:
     return requested
 
 
-def size_errors(request: AssignmentRequest, settings: Settings) -> list[tuple[tuple[str | int, ...], str]]:
-    """The service's size caps (tighter than the schema's when configured so): each bounds a measured cost."""
+def size_errors(request: dict[str, Any], settings: Settings) -> list[tuple[tuple[str | int, ...], str]]:
+    """The service's size caps (tighter than the schema's when configured so), on the request's fields' values: each
+    bounds a measured cost."""
     errors: list[tuple[tuple[str | int, ...], str]] = []
-    if len(request.units) > settings.max_units:
+    n_nodes = len(request["nodes"])
+    if len(request["units"]) > settings.max_units:
         errors.append((("body", "units"), f"at most {settings.max_units} units per request"))
-    if len(request.nodes) > settings.max_nodes:
+    if n_nodes > settings.max_nodes:
         errors.append((("body", "nodes"), f"at most {settings.max_nodes} nodes per request"))
     windows = _windows(request)
-    if windows > 1 and len(request.nodes) * windows > settings.max_node_values:
+    if windows > 1 and n_nodes * windows > settings.max_node_values:
         errors.append(
             (
                 ("body", "nodes"),
-                f"nodes x windows = {len(request.nodes)} x {windows} exceeds the limit of {settings.max_node_values} "
+                f"nodes x windows = {n_nodes} x {windows} exceeds the limit of {settings.max_node_values} "
                 "node load values (the statistics keep one series per node)",
             )
         )
     return errors
 
 
-def _windows(request: AssignmentRequest) -> int:
-    first = request.units[0].load
+def _windows(request: dict[str, Any]) -> int:
+    first = request["units"][0]["load"]
     return len(first) if isinstance(first, list) else 1
 
 
@@ -186,17 +198,16 @@ def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
         if len(job.body) > INLINE_MAX_BODY_BYTES:  # not even parsed here
             return None
         parse_started = (time.monotonic(), time.process_time())
-        # A valid body straight into the models (no JSON data built on the way: 30 us less on a 10 x 100 snapshot);
-        # the validator then reads the models' own field values (`request_data`).
+        # A valid body straight into its fields' values (no JSON data built on the way, no model objects: see
+        # _FIELDS), which the validator reads too.
         try:
-            request = AssignmentRequest.model_validate_json(job.body)
+            fields = _FIELDS.validate_json(job.body)
         except ValidationError:
-            request = None
-        if request is not None:
-            if not is_small(request):
+            fields = None
+        if fields is not None:
+            if not is_small(fields):
                 return None
-            data = request_data(request)
-            return _plan(settings, job, _Parsed(data, request, parse_started, data["units"]), lambda d: None)
+            return _plan(settings, job, _Parsed(fields, fields, parse_started), lambda d: None)
         # Anything else (broken JSON, a wrong field, another algorithm's body) as the worker parses it: the same
         # problem, named the same way, or None for a body the worker plans.
         raw = _decode(job.body)
@@ -206,7 +217,7 @@ def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
         if not isinstance(algorithm, dict) or algorithm.get("name") not in INLINE_ALGORITHMS:
             return None
         parsed = _validate(raw, parse_started)
-        if isinstance(parsed, _Parsed) and not is_small(parsed.request):
+        if isinstance(parsed, _Parsed) and not is_small(parsed.fields):
             return None
         return _plan(settings, job, parsed, lambda deadline: None)
 
@@ -254,26 +265,14 @@ def _guarded(settings: Settings, plan: Callable[[], _Answer]) -> _Answer:
             gc.enable()
 
 
-def request_data(request: AssignmentRequest) -> dict[str, Any]:
-    """The request as the JSON data the independent validator reads, from the models' own field dicts: the values
-    the client sent, as validated, every default filled in (the validator applies the same defaults to a body that
-    omits them). 8 us for a 10 x 100 snapshot, a quarter of decoding its body again; the validator only reads it."""
-    return {
-        **vars(request),
-        "nodes": list(map(vars, request.nodes)),
-        "units": list(map(vars, request.units)),
-        "traffic": list(map(vars, request.traffic)),
-        "budget": vars(request.budget),
-        "algorithm": vars(request.algorithm),
-    }
-
-
 @dataclass
 class _Parsed:
-    raw: Any  # the request as plain JSON data (the decoded body, or `request_data`): what the validator reads
-    request: AssignmentRequest
+    # The request as JSON data, what the independent validator reads: the decoded body, or a small body's fields'
+    # values (the values the client sent, as validated, every default filled in; the validator applies the same
+    # defaults to a body that omits them).
+    raw: Any
+    fields: dict[str, Any]  # the request's fields' values (schemas.assignment.request_fields): what is planned
     parse_started: tuple[float, float]  # (time.monotonic(), time.process_time()) when the parse began
-    unit_fields: list[dict[str, Any]] | None = None  # the unit models' field dicts, when listed already
 
 
 def _parse(job: PlanJob) -> _Parsed | WorkerAnswer:
@@ -305,7 +304,7 @@ def _validate(raw: Any, parse_started: tuple[float, float]) -> _Parsed | WorkerA
             {**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False, include_input=False)
         ]
         return _problem(validation_problem(fields, PATH))
-    return _Parsed(raw, request, parse_started)
+    return _Parsed(raw, request_fields(request), parse_started)
 
 
 def _plan(
@@ -313,7 +312,7 @@ def _plan(
 ) -> WorkerAnswer:
     if isinstance(parsed, WorkerAnswer):
         return parsed
-    raw, request = parsed.raw, parsed.request
+    raw, request = parsed.raw, parsed.fields
     marks = [
         ("receive", job.started),
         ("parse", parsed.parse_started[0]),
@@ -322,19 +321,21 @@ def _plan(
     errors = reference_errors(request) + size_errors(request, settings)
     if errors:
         raise invalid_snapshot(errors)
-    time_limit = resolve_time_limit(request.time_limit_s, settings)
+    time_limit = resolve_time_limit(request["time_limit_s"], settings)
     deadline = job.started + time_limit + settings.deadline_slack_s
     announce(deadline)
-    spec = REGISTRY[request.algorithm.name]
+    params = request["algorithm"]
+    spec = REGISTRY[params.name]
     windows = _windows(request)
-    n_values = len(request.units) * windows
+    n_units, n_nodes = len(request["units"]), len(request["nodes"])
+    n_values = n_units * windows
     # What the statistics, the validator and the serialization will take: the measured cost per unit and value on a
     # quiet machine, stretched by the share of a core this process got while parsing (at load 4 on 2 cores about
     # half: the answer then takes twice as long), or what parsing this very request took times POST_SOLVE_PER_PARSE
     # when that is more (the parse scales with the same units and values, and carries the machine's current load).
     parse_s = time.monotonic() - parsed.parse_started[0]
     reserve = max(
-        post_solve_reserve_s(len(request.units), n_values, len(request.nodes) * windows)
+        post_solve_reserve_s(n_units, n_values, n_nodes * windows)
         / core_share(parse_s, time.process_time() - parsed.parse_started[1]),
         POST_SOLVE_PER_PARSE * parse_s,
     )
@@ -347,7 +348,7 @@ def _plan(
             [
                 (
                     ("body", "time_limit_s"),
-                    f"{time_limit:g} s is too short to plan {len(request.units)} units x {windows} "
+                    f"{time_limit:g} s is too short to plan {n_units} units x {windows} "
                     f"windows here (parse, statistics, validation and serialization alone need about "
                     f"{at_least:.1f} s on this service now): send time_limit_s of at least {at_least:.1f}, or a "
                     "smaller snapshot",
@@ -355,9 +356,8 @@ def _plan(
             ]
         )
     marks.append(("adapt", time.monotonic()))
-    instance = to_instance(request, parsed.unit_fields)
-    params = request.algorithm
-    # Nothing below reads the models (the validator reads the JSON data, parsed.raw). They stay in memory until the
+    instance = to_instance(request)
+    # Nothing below reads the fields (the validator reads the JSON data, parsed.raw). They stay in memory until the
     # answer is built all the same: `parsed` holds them too.
     del request
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the

@@ -11,6 +11,7 @@ import bisect
 import heapq
 import time
 from collections import deque
+from itertools import compress
 
 import numpy as np
 
@@ -388,9 +389,9 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     # The movable units of each node in unit order, kept so move by move (the numpy path rebuilds them each round:
     # the same lists, as a round's pairs are disjoint).
     on_node: list[list[int]] = [[] for _ in nodes]
-    for unit, node in enumerate(assignment):
-        if movable[unit]:
-            on_node[node].append(unit)
+    # (each unit appended to its node's list by one C-level pass: a Python loop over the units cost 8 us of 100)
+    units_in_order = range(len(assignment)) if all(movable) else list(compress(range(len(assignment)), movable))
+    deque(map(list.append, map(on_node.__getitem__, compress(assignment, movable)), units_in_order), maxlen=0)
     while not (max_moves is not None and moves >= max_moves) and moves_left > 0 and not deadline.passed:
         util = [100.0 * node_load[i] / capacity[i] for i in nodes]
         tolerance = 1e-9 * max(1.0, max(map(abs, util)))

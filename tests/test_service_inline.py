@@ -23,10 +23,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.reliability.servers import serve
-from schemas.assignment import AssignmentRequest, reference_errors
+from schemas.assignment import AssignmentRequest, reference_errors, request_fields
 from schemas.common import MAX_ID_LENGTH
 from service import inline, planning
 from service.algorithms import REGISTRY
@@ -439,8 +440,9 @@ def test_edge_bodies_get_the_same_answer_inline_and_in_a_worker(apps: tuple[Any,
 def test_the_validator_reads_the_models_as_it_reads_the_json(
     snapshot: dict[str, Any], data: st.DataObject
 ) -> None:
-    """`planning.request_data` (the models' own field values) is the JSON data for the validator: it finds the same
-    problems in a plan, valid or broken, as from the decoded body."""
+    """A small body's fields' values (what the inline path validates into and the validator reads) are the models'
+    own field values, and the validator finds the same problems in a plan, valid or broken, from them as from the
+    decoded body."""
     body = json.dumps(snapshot).encode()
     request = AssignmentRequest.model_validate_json(body)
     if reference_errors(request):
@@ -451,7 +453,8 @@ def test_the_validator_reads_the_models_as_it_reads_the_json(
         return
     plan = json.loads(answer.body)
     raw = json.loads(body)
-    from_models = planning.request_data(request)
+    from_models = planning._FIELDS.validate_json(body)
+    assert from_models == request_fields(request)
     assert plan_check.check_plan(from_models, plan) == plan_check.check_plan(raw, plan) == []
     broken = json.loads(answer.body)
     unit = data.draw(st.sampled_from(sorted(broken["assignment"])))
@@ -461,3 +464,70 @@ def test_the_validator_reads_the_models_as_it_reads_the_json(
     broken["migrations"] += data.draw(st.integers(0, 1))
     broken["after"]["load_distance"] *= data.draw(st.sampled_from([1.0, 1.5]))
     assert plan_check.check_plan(from_models, broken) == plan_check.check_plan(raw, broken)
+
+
+def test_the_fields_form_has_the_models_schema() -> None:
+    """The inline path validates a small body into the request's fields' values (plain dicts) instead of the models:
+    the same rules, field by field (types, bounds, patterns, defaults, unknown keys refused), as their JSON schemas
+    say, names aside."""
+    form = json.dumps(planning._FIELDS.json_schema(), sort_keys=True)
+    for model in ("Node", "Unit", "Traffic", "Budget", "AssignmentRequest"):
+        form = form.replace(f"{model}Fields", model)
+    assert json.loads(form) == AssignmentRequest.model_json_schema()
+
+
+def _fields_or_error(body: bytes) -> tuple[bool, Any]:
+    try:
+        return True, planning._FIELDS.validate_json(body)
+    except ValidationError:
+        return False, None
+
+
+def _model_or_error(body: bytes) -> tuple[bool, Any]:
+    try:
+        return True, request_fields(AssignmentRequest.model_validate_json(body))
+    except ValidationError:
+        return False, None
+
+
+@pytest.mark.parametrize("case", sorted(_edge_bodies()))
+def test_edge_bodies_validate_into_the_fields_as_into_the_models(case: str) -> None:
+    body = _edge_bodies()[case]
+    assert _fields_or_error(body) == _model_or_error(body)
+
+
+BAD_VALUES = [None, True, -1.0, 0.0, 1e16, "x", "a b", "", [], {}, [1.0], 3, "1.0", {"cpu": 1.0}, {"cpu": -1.0}]
+
+
+@EXAMPLES
+@given(snapshot=small_snapshots(), data=st.data())
+def test_mutated_bodies_validate_into_the_fields_as_into_the_models(
+    snapshot: dict[str, Any], data: st.DataObject
+) -> None:
+    """A field set to a wrong (or right) value, dropped, or an unknown one added, anywhere in a small snapshot:
+    accepted by the fields' form exactly when by the models, with the same values."""
+    part = data.draw(st.sampled_from(["nodes", "units", "budget", "algorithm", "top", "traffic"]))
+    if part in ("nodes", "units"):
+        target = data.draw(st.sampled_from(snapshot[part]))
+    elif part == "traffic":
+        snapshot["traffic"] = [{"src": snapshot["units"][0]["id"], "dst": "u-other", "rate": 1.0}]
+        target = snapshot["traffic"][0]
+    elif part == "top":
+        target = snapshot
+    else:
+        target = snapshot[part]
+    keys = {
+        "nodes": ["id", "capacity", "draining", "resources"],
+        "units": ["id", "node", "load", "state_size", "operator", "pinned", "resources"],
+        "traffic": ["src", "dst", "rate"],
+        "budget": ["max_migrations", "max_migration_cost"],
+        "algorithm": ["name", "seed"],
+        "top": ["nodes", "units", "time_limit_s", "serialization_cost", "budget", "extra"],
+    }[part]
+    key = data.draw(st.sampled_from([*keys, "unknown"]))
+    if data.draw(st.booleans()):
+        target.pop(key, None)
+    else:
+        target[key] = data.draw(st.sampled_from(BAD_VALUES))
+    body = json.dumps(snapshot).encode()
+    assert _fields_or_error(body) == _model_or_error(body)
