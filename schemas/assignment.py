@@ -291,7 +291,9 @@ def reference_errors(request: AssignmentRequest | dict[str, Any]) -> list[tuple[
             if edge[end] not in unit_ids:
                 errors.append((("body", "traffic", t, end), f"unknown unit {edge[end]!r}"))
         if edge["src"] == edge["dst"]:
-            errors.append((("body", "traffic", t, "dst"), f"a unit does not send to itself ({edge['src']!r})"))
+            errors.append(
+                (("body", "traffic", t, "dst"), f"a unit does not send to itself ({edge['src']!r})")
+            )
         first = seen_edges.setdefault((edge["src"], edge["dst"]), t)
         if first != t:
             errors.append(

@@ -390,7 +390,9 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     # the same lists, as a round's pairs are disjoint).
     on_node: list[list[int]] = [[] for _ in nodes]
     # (each unit appended to its node's list by one C-level pass: a Python loop over the units cost 8 us of 100)
-    units_in_order = range(len(assignment)) if all(movable) else list(compress(range(len(assignment)), movable))
+    units_in_order = (
+        range(len(assignment)) if all(movable) else list(compress(range(len(assignment)), movable))
+    )
     deque(map(list.append, map(on_node.__getitem__, compress(assignment, movable)), units_in_order), maxlen=0)
     while not (max_moves is not None and moves >= max_moves) and moves_left > 0 and not deadline.passed:
         util = [100.0 * node_load[i] / capacity[i] for i in nodes]

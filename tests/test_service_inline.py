@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import ValidationError
 
 from bench.reliability.servers import serve
 from schemas.assignment import AssignmentRequest, reference_errors, request_fields
@@ -496,7 +496,23 @@ def test_edge_bodies_validate_into_the_fields_as_into_the_models(case: str) -> N
     assert _fields_or_error(body) == _model_or_error(body)
 
 
-BAD_VALUES = [None, True, -1.0, 0.0, 1e16, "x", "a b", "", [], {}, [1.0], 3, "1.0", {"cpu": 1.0}, {"cpu": -1.0}]
+BAD_VALUES = [
+    None,
+    True,
+    -1.0,
+    0.0,
+    1e16,
+    "x",
+    "a b",
+    "",
+    [],
+    {},
+    [1.0],
+    3,
+    "1.0",
+    {"cpu": 1.0},
+    {"cpu": -1.0},
+]
 
 
 @EXAMPLES
