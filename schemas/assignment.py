@@ -238,6 +238,7 @@ def reference_errors(request: AssignmentRequest | dict[str, Any]) -> list[tuple[
     # pass per unit cost 40 us on 100 units, a third of a small plan's validation); only otherwise the pass that names
     # each offending unit.
     ids = list(map(itemgetter("id"), units))
+    id_set = set(ids)
     named = set(map(itemgetter("node"), units))
     named.discard(None)
     any_pinned = any(map(itemgetter("pinned"), units))
@@ -245,10 +246,10 @@ def reference_errors(request: AssignmentRequest | dict[str, Any]) -> list[tuple[
         not any_pinned
         and named <= node_index.keys()
         and list not in set(map(type, map(itemgetter("load"), units)))
-        and len(set(ids)) == len(ids)
+        and len(id_set) == len(ids)
     )
     if clean:
-        unit_ids = set(ids)
+        unit_ids = id_set
     for k, unit in enumerate(() if clean else units):
         unit_id, node_id, pinned, load = unit["id"], unit["node"], unit["pinned"], unit["load"]
         if unit_id in unit_ids:
