@@ -63,7 +63,17 @@ def field_values_form(model: type[BaseModel], nested: dict[type[BaseModel], Any]
     model's config (unknown keys, NaN and coercion refused alike): validating JSON into it gives plain dicts, no
     model object per item, holding exactly the values a model's fields would (`vars(model)`). Lists of the models in
     `nested` become lists of their forms (and a factory default of such a model its fields' defaults). Only for a
-    fast path that must accept exactly what the model accepts; the OpenAPI document keeps the models."""
+    fast path that must accept exactly what the model accepts; the OpenAPI document keeps the models. A model with
+    validators or a post-init of its own has no such form (they would not run): TypeError."""
+    decorators = model.__pydantic_decorators__
+    if (
+        decorators.validators
+        or decorators.field_validators
+        or decorators.root_validators
+        or decorators.model_validators
+        or model.model_post_init is not BaseModel.model_post_init
+    ):
+        raise TypeError(f"{model.__name__} validates beyond its fields' types: no plain-values form")
     fields: dict[str, Any] = {}
     for name, info in model.model_fields.items():
         annotation: Any = info.annotation

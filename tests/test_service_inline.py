@@ -27,8 +27,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
 from bench.reliability.servers import serve
+from schemas.algorithms import ElbParams
 from schemas.assignment import AssignmentRequest, reference_errors, request_fields
-from schemas.common import MAX_ID_LENGTH
+from schemas.common import MAX_ID_LENGTH, field_values_form
 from service import inline, planning
 from service.algorithms import REGISTRY
 from service.main import create_app
@@ -474,6 +475,12 @@ def test_the_fields_form_has_the_models_schema() -> None:
     for model in ("Node", "Unit", "Traffic", "Budget", "AssignmentRequest"):
         form = form.replace(f"{model}Fields", model)
     assert json.loads(form) == AssignmentRequest.model_json_schema()
+
+
+def test_a_model_with_validators_has_no_fields_form() -> None:
+    """Validators (ELB's bounds) would not run on a fields' form: none is made for such a model."""
+    with pytest.raises(TypeError, match="ElbParams"):
+        field_values_form(ElbParams, {})
 
 
 def _fields_or_error(body: bytes) -> tuple[bool, Any]:
