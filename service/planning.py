@@ -271,9 +271,8 @@ class _Parsed:
     # values (the values the client sent, as validated, every default filled in; the validator applies the same
     # defaults to a body that omits them).
     raw: Any
-    fields: dict[
-        str, Any
-    ]  # the request's fields' values (schemas.assignment.request_fields): what is planned
+    # the request's fields' values (schemas.assignment.request_fields): what is planned
+    fields: dict[str, Any]
     parse_started: tuple[float, float]  # (time.monotonic(), time.process_time()) when the parse began
 
 
