@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 
@@ -41,6 +42,30 @@ FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair:
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
+
+
+# The compiled evaluation kernels (solvers/milp/kernels.py), once warm_up() has compiled or loaded them in this
+# process; until then (and in the reference tests) the search runs the numpy code they replace, same decisions.
+_kernels: ModuleType | None = None
+
+
+def warm_up() -> None:
+    """Compile the descent's kernels (or load them from numba's on-disk cache) in this process, so that every
+    later search uses them. A solver worker calls it once at its start: a compile takes seconds on an empty cache
+    (about a tenth of a second from the cache) and must never land inside a request's time limit, which is why the
+    search itself never triggers it. Idempotent."""
+    global _kernels
+    if _kernels is not None:
+        return
+    from solvers.milp import kernels
+
+    kernels.compile_all()
+    _kernels = kernels
+
+
+def kernels_ready() -> bool:
+    """Whether warm_up() has run in this process (searches then use the compiled kernels)."""
+    return _kernels is not None
 
 
 # The plan's hash (the descents' memory of plans): the sum, mod 2^64, of a mixed 64-bit key per (unit, node), so a
@@ -148,6 +173,48 @@ class LocalSearch:
         self.resources.track(self.assignment)
         self._plan_hash: int | None = None  # kept up to date once asked for (plan_hash): only the rounds ask
         self._index()
+        self.cap_limit = self.cap * (1 + 1e-12)  # the cap with its slack, as every cap test computes it
+        self.cost_limit = self.max_cost * (1 + 1e-12)
+        # The compiled kernels take exactly these dtypes (C-contiguous: anything else would compile anew)
+        self.kernels = _kernels if _kernels is not None and self._kernel_arrays() else None
+
+    def _kernel_arrays(self) -> bool:
+        """Make the per-plan arrays the kernels read C-contiguous (the same values); False when a dtype is not the
+        one they are compiled for (then the numpy code runs)."""
+        arrays = ("assignment", "original", "share", "capacity", "util", "staying", "movable", "counts", "state")
+        dtypes = (np.int64, np.int64, np.float64, np.float64, np.float64, np.bool_, np.bool_, np.bool_, np.float64)
+        for name, dtype in zip(arrays, dtypes, strict=True):
+            value = getattr(self, name)
+            if value.dtype != dtype or value.ndim != 1:
+                return False
+            setattr(self, name, np.ascontiguousarray(value))
+        self.active_nodes = np.ascontiguousarray(self.active_nodes, dtype=np.int64)
+        return True
+
+    def _evaluation_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]:
+        """The arguments of the kernels' evaluation of a node's change, in their order."""
+        return (
+            self.share,
+            self.capacity,
+            self.util,
+            self.staying,
+            self.all_staying,
+            float(self.mean),
+            float(self.cap_limit),
+        )
+
+    def _budget_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, int, int, float, float]:
+        """The arguments of the kernels' budget test, in their order."""
+        return (
+            self.counts,
+            self.original,
+            self.state,
+            self.costed,
+            self.used_moves,
+            int(self.max_moves),
+            float(self.used_cost),
+            float(self.cost_limit),
+        )
 
     def _index(self) -> None:
         """Movable units by node (sorted once) plus the units that arrived since: `units_on` in O(units there)."""
@@ -418,17 +485,22 @@ class LocalSearch:
         candidates: list[tuple[float, list[tuple[int, int]]]] = []
         blocked_units = blocked_dests = np.zeros(0, dtype=np.int64)
         if len(units):
-            sources = assignment[units]
-            scale = self.share[units]
-            worst, ok = self.evaluate(
-                [sources, dests],
-                [-scale / self.capacity[sources], scale / self.capacity[dests]],
-                distinct=True,
-            )
-            # few moves improve: their budget change only
-            improving = _indices(ok & (worst < d - TOLERANCE) & (sources != dests))
-            improving_n, improving_c = self.budget_delta(units[improving], dests[improving])
-            fits = self.within_budget(improving_n, improving_c)
+            if self.kernels is not None:
+                worst, improving, fits, improving_c = self.kernels.scan_moves(
+                    units, dests, assignment, *self._evaluation_args(), d - TOLERANCE, *self._budget_args()
+                )
+            else:
+                sources = assignment[units]
+                scale = self.share[units]
+                worst, ok = self.evaluate(
+                    [sources, dests],
+                    [-scale / self.capacity[sources], scale / self.capacity[dests]],
+                    distinct=True,
+                )
+                # few moves improve: their budget change only
+                improving = _indices(ok & (worst < d - TOLERANCE) & (sources != dests))
+                improving_n, improving_c = self.budget_delta(units[improving], dests[improving])
+                fits = self.within_budget(improving_n, improving_c)
             # the cost change by candidate: only the ranking under a cost budget reads it
             delta_c = np.zeros(0)
             if self.costed:
@@ -645,6 +717,27 @@ class LocalSearch:
         return moved
 
     def _swap_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
+        if self.kernels is not None:
+            worst, mine, theirs, good = self.kernels.scan_swaps(
+                node,
+                over,
+                self.units_on(node),
+                self.active_nodes,
+                self.movable,
+                self.assignment,
+                *self._evaluation_args(),
+                d - TOLERANCE,
+                SWAP_ELEMENTS,
+                *self._budget_args(),
+            )
+            best = _smallest(good, worst, RESOURCE_TRIES)
+            other = self.assignment[theirs[best]]
+            return [
+                (w, [(a, b), (c, node)])
+                for w, a, b, c in zip(
+                    worst[best].tolist(), mine[best].tolist(), other.tolist(), theirs[best].tolist(), strict=True
+                )
+            ]
         mine, theirs = self._swaps(node, over)
         if not len(mine) or not len(theirs):
             return []
@@ -707,6 +800,8 @@ class LocalSearch:
         migrated = _indices(self.migrated_mask())
         if not len(units) or not len(migrated):
             return []
+        if self.kernels is not None:
+            return self._compound_compiled(units, dests, migrated, d)
         src_m, home_m = self.assignment[migrated], self.original[migrated]
         alone, fits = self.evaluate(
             [src_m, home_m],
@@ -743,6 +838,41 @@ class LocalSearch:
                 worst[best].tolist(),
                 r[best].tolist(),
                 home[best].tolist(),
+                v[best].tolist(),
+                to[best].tolist(),
+                strict=True,
+            )
+        ]
+
+    def _compound_compiled(
+        self, units: IntArray, dests: IntArray, migrated: IntArray, d: float
+    ) -> list[tuple[float, list[tuple[int, int]]]]:
+        """_compound_candidates through the kernels (the same candidates, the same selection)."""
+        kernels, limit = self.kernels, d - TOLERANCE
+        assert kernels is not None
+        evaluation = self._evaluation_args()
+        alone, good_alone, overlapping = kernels.scan_refunds(
+            migrated, units, dests, self.assignment, self.original, *evaluation, limit
+        )
+        if len(good_alone) > COMPOUND_REFUNDS:
+            good_alone = good_alone[
+                np.argpartition(alone[good_alone], COMPOUND_REFUNDS - 1)[:COMPOUND_REFUNDS]
+            ]
+        refunds = migrated[np.concatenate([good_alone, overlapping])]
+        if not len(refunds):
+            return []
+        counts, original, state, *budget = self._budget_args()
+        worst, v, to, r, good = kernels.scan_compound(
+            units, dests, refunds, self.assignment, original, *evaluation, limit, counts, state, *budget
+        )
+        best = _smallest(good, worst, RESOURCE_TRIES)
+        home = original[r[best]]
+        return [
+            (w, [(a, b), (c, e)])
+            for w, a, b, c, e in zip(
+                worst[best].tolist(),
+                r[best].tolist(),
+                home.tolist(),
                 v[best].tolist(),
                 to[best].tolist(),
                 strict=True,
@@ -932,6 +1062,14 @@ class LocalSearch:
             if not out.any():
                 return
             dests = _smallest(_indices(r < band if all_staying else staying & (r < band)), r, FILL_NODES)
+            if self.kernels is not None:
+                under = _smallest(_indices(out & (r < 0)), r, FILL_NODES)
+                moved = self._fill_compiled(True, dests, under, r, out, band, rng, sizes, by_size)
+                if moved is None:
+                    return
+                if not moved and not self._fill_compiled(False, dests, under, r, out, band, rng, sizes, by_size):
+                    return
+                continue
             giving = r[self.assignment] > -band
             units = _indices(
                 self.movable & giving if all_staying else self.movable & staying[self.assignment] & giving
@@ -971,6 +1109,64 @@ class LocalSearch:
                 parts.append((givers, np.full(len(givers), under[0], dtype=np.int64)))
             if not self._fill_step(parts, r, out, band, rng, landing=False):
                 return
+
+    def _fill_compiled(
+        self,
+        landing: bool,
+        dests: IntArray,
+        under: IntArray,
+        r: FloatArray,
+        out: BoolArray,
+        band: float,
+        rng: np.random.Generator,
+        sizes: FloatArray,
+        by_size: IntArray,
+    ) -> bool | None:
+        """A step of fill_band through the kernel (the same candidates, the same draw): whether it moved; None
+        when there is no giving unit or no destination (the band repair ends)."""
+        assert self.kernels is not None
+        counts, original, state, *budget = self._budget_args()
+        going, positions, score, delta_c, units, dests_ = self.kernels.scan_fill(
+            landing,
+            dests,
+            under,
+            r,
+            out,
+            float(band),
+            TOLERANCE,
+            self.movable,
+            self.assignment,
+            self.staying,
+            self.all_staying,
+            self.share,
+            self.capacity,
+            self.util,
+            float(self.cap_limit),
+            sizes,
+            by_size,
+            FILL_UNITS,
+            counts,
+            original,
+            state,
+            *budget,
+        )
+        if not going:
+            return None
+        if not len(positions):
+            return False
+        top = _indices(score >= score.max() - (0.0 if landing else TOLERANCE))
+        if self.costed and len(top) > 1:
+            # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
+            top = top[delta_c[top] <= _lower_quartile(delta_c[top])]
+        # the draw over the candidates' positions, as _fill_step draws it (the same values, the same order)
+        position_of = dict(zip(positions[top].tolist(), top.tolist(), strict=True))
+        for position in rng.permutation(positions[top])[:RESOURCE_TRIES].tolist():
+            i = position_of[position]
+            unit, dest = int(units[i]), int(dests_[i])
+            if self.resources.fits(unit, dest):
+                self.apply([(unit, dest)])
+                return True
+        return False
 
     def _fill_step(
         self,

@@ -1,0 +1,561 @@
+"""The descent's evaluation kernels, compiled with numba: one loop per kind of candidate step over plain arrays.
+
+A descent step on 40 nodes x 1,024 units was ~80 numpy calls on arrays of 40-2,000 entries, most of its time the
+calls' own overhead; each kernel here replaces the calls of one evaluation (build the candidates, evaluate them on
+the nodes they touch, price the budget of those that improve) with one compiled loop. The selection among the
+survivors (numpy's argpartition and stable argsort, whose tie order the plans depend on) and everything that draws
+random numbers stay in `local_search.py`, so the search takes the same decisions, bit for bit, with or without them:
+
+- every floating-point number is computed by the same IEEE operations on the same operands, in the same order, as
+  the numpy code it replaces (no fastmath: LLVM then neither reassociates nor drops a `+ 0.0`); maxima are taken
+  over the same values (no NaN arises: loads, capacities and utilizations are finite), so their order is moot;
+- candidates are produced in the order of the numpy code's arrays (the index of a candidate is its position
+  there), so the selection that follows sees the same arrays.
+
+`tests/test_milp_kernels.py` checks each kernel against the numpy code it replaces (ties, integer loads, huge and
+tiny values) and whole descents and band repairs with and without them, step by step.
+
+The kernels are compiled on first use, or loaded from numba's on-disk cache (`cache=True`, in `__pycache__`):
+`local_search.warm_up()` does that once per process (a solver worker at its start), and until then the search
+runs its numpy code, so no compile ever lands inside a request's time limit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+CAP_SLACK = 1e-12  # a node that gains may end at cap * (1 + CAP_SLACK); a gain of at most this is no gain
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _budget_of(counted: bool, home: int, state: float, source: int, dest: int, costed: bool) -> tuple[int, float]:
+    """The count and cost change of a move from `source` to `dest` of a unit with these (scalar) properties:
+    scalars only, so a call costs no reference counting of arrays."""
+    before = 1 if counted and source != home else 0
+    after = 1 if counted and dest != home else 0
+    delta_n = after - before
+    if not costed:
+        return delta_n, 0.0
+    return delta_n, delta_n * state + 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _fits(
+    delta_n: int, delta_c: float, costed: bool, used_moves: int, max_moves: int, used_cost: float, cost_limit: float
+) -> bool:
+    """LocalSearch.within_budget of one step."""
+    if not costed:
+        return used_moves + delta_n <= max_moves
+    return (used_moves + delta_n <= max_moves) and (used_cost + delta_c <= cost_limit)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _role(
+    util: float, staying: bool, total: float, all_staying: bool, mean: float, cap_limit: float
+) -> tuple[float, bool]:
+    """One role of `_worst_ok`: a node's deviation after `total` (0 on a draining node) and its cap test, from the
+    node's utilization and whether it stays (scalars: a jitted call with array arguments pays their reference
+    counting, which cost more than the evaluation)."""
+    after = util + total
+    deviation = abs(after - mean)
+    if not all_staying and not staying:
+        deviation = 0.0
+    return deviation, (total <= CAP_SLACK) or (after <= cap_limit)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_moves(
+    units: np.ndarray,
+    dests: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The single moves of a step (`units[i]` to `dests[i]`), as LocalSearch.step evaluates them: the worst
+    deviation after each, and the moves that improve (every touched node below `limit`, within the cap, a real
+    move) with whether each fits the budget and its cost change."""
+    n = len(units)
+    worst = np.empty(n)
+    improving = np.empty(n, np.int64)
+    fits = np.empty(n, np.bool_)
+    delta_c = np.empty(n)
+    found = 0
+    for i in range(n):
+        unit, dest = units[i], dests[i]
+        source = assignment[unit]
+        points = share[unit]
+        w_src, ok_src = _role(util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit)
+        w_dst, ok_dst = _role(util[dest], staying[dest], points / capacity[dest], all_staying, mean, cap_limit)
+        w = max(w_src, w_dst)
+        worst[i] = w
+        if ok_src and ok_dst and w < limit and source != dest:
+            dn, dc = _budget_of(counts[unit], original[unit], state[unit], source, dest, costed)
+            improving[found] = i
+            fits[found] = _fits(dn, dc, costed, used_moves, max_moves, used_cost, cost_limit)
+            delta_c[found] = dc
+            found += 1
+    return worst, improving[:found], fits[:found], delta_c[:found]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_refunds(
+    migrated: np.ndarray,
+    units: np.ndarray,
+    dests: np.ndarray,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first half of LocalSearch._compound_candidates: each migration sent home alone (its worst deviation),
+    the positions in `migrated` of the refunds that alone improve and touch no node of the blocked moves
+    (`units` to `dests`), and of those that do touch one."""
+    n_nodes = len(util)
+    touched = np.zeros(n_nodes, np.bool_)
+    for i in range(len(units)):
+        touched[assignment[units[i]]] = True
+        touched[dests[i]] = True
+    m = len(migrated)
+    alone = np.empty(m)
+    good = np.empty(m, np.int64)
+    overlapping = np.empty(m, np.int64)
+    n_good = n_over = 0
+    for i in range(m):
+        unit = migrated[i]
+        source, home = assignment[unit], original[unit]
+        points = share[unit]
+        w_src, ok_src = _role(util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit)
+        w_dst, ok_dst = _role(util[home], staying[home], points / capacity[home], all_staying, mean, cap_limit)
+        w = max(w_src, w_dst)
+        alone[i] = w
+        if touched[source] or touched[home]:
+            overlapping[n_over] = i
+            n_over += 1
+        elif ok_src and ok_dst and w < limit:
+            good[n_good] = i
+            n_good += 1
+    return alone, good[:n_good], overlapping[:n_over]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_compound(
+    units: np.ndarray,
+    dests: np.ndarray,
+    refunds: np.ndarray,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The second half of LocalSearch._compound_candidates: every blocked move (`units[i]` to `dests[i]`) with
+    every refund (a migrated unit sent home), unit-major, a unit never paired with itself; the worst deviation of
+    each pair (LocalSearch._evaluate_legs: each role's own change plus the other leg's on the same node), and the
+    pairs that improve and fit the budget. Returns (worst, moved unit, its destination, refunded unit, good)."""
+    total = len(units) * len(refunds)
+    worst = np.empty(total)
+    moved = np.empty(total, np.int64)
+    moved_to = np.empty(total, np.int64)
+    refunded = np.empty(total, np.int64)
+    good = np.empty(total, np.int64)
+    k = n_good = 0
+    for i in range(len(units)):
+        v, to = units[i], dests[i]
+        src_a = assignment[v]
+        share_a = share[v]
+        out_a, in_a = -share_a / capacity[src_a], share_a / capacity[to]
+        for j in range(len(refunds)):
+            r = refunds[j]
+            if r == v:
+                continue
+            src_b, dst_b = assignment[r], original[r]
+            share_b = share[r]
+            out_b, in_b = -share_b / capacity[src_b], share_b / capacity[dst_b]
+            # _evaluate_legs' totals: a node of one leg meets at most one node of the other (nested np.where)
+            t0 = out_a + (out_b if src_b == src_a else (in_b if dst_b == src_a else 0.0))
+            t1 = in_a + (out_b if src_b == to else (in_b if dst_b == to else 0.0))
+            t2 = out_b + (out_a if src_b == src_a else (in_a if src_b == to else 0.0))
+            t3 = in_b + (out_a if dst_b == src_a else (in_a if dst_b == to else 0.0))
+            w0, ok0 = _role(util[src_a], staying[src_a], t0, all_staying, mean, cap_limit)
+            w1, ok1 = _role(util[to], staying[to], t1, all_staying, mean, cap_limit)
+            w2, ok2 = _role(util[src_b], staying[src_b], t2, all_staying, mean, cap_limit)
+            w3, ok3 = _role(util[dst_b], staying[dst_b], t3, all_staying, mean, cap_limit)
+            w = max(max(w0, w1), max(w2, w3))
+            worst[k] = w
+            moved[k], moved_to[k], refunded[k] = v, to, r
+            if ok0 and ok1 and ok2 and ok3 and w < limit:
+                dn1, dc1 = _budget_of(counts[v], original[v], state[v], src_a, to, costed)
+                dn2, dc2 = _budget_of(counts[r], original[r], state[r], src_b, dst_b, costed)
+                if _fits(dn1 + dn2, dc1 + dc2, costed, used_moves, max_moves, used_cost, cost_limit):
+                    good[n_good] = k
+                    n_good += 1
+            k += 1
+    return worst[:k], moved[:k], moved_to[:k], refunded[:k], good[:n_good]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _search_left(values: np.ndarray, x: float) -> int:
+    """np.searchsorted(values, x, side="left") on sorted values without NaN: how many are below x. Branch-free
+    halving (the step is added times the comparison): a step's thousand searches on random targets were mostly
+    mispredicted branches."""
+    n = len(values)
+    if n == 0:
+        return 0
+    base = 0
+    while n > 1:  # invariant: the answer is in base .. base + n
+        half = n // 2
+        base += half * (values[base + half - 1] < x)
+        n -= half
+    return base + (values[base] < x)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _search_right(values: np.ndarray, x: float) -> int:
+    """np.searchsorted(values, x, side="right") on sorted values without NaN: how many are at most x (as
+    _search_left)."""
+    n = len(values)
+    if n == 0:
+        return 0
+    base = 0
+    while n > 1:
+        half = n // 2
+        base += half * (values[base + half - 1] <= x)
+        n -= half
+    return base + (values[base] <= x)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_swaps(
+    node: int,
+    over: bool,
+    mine: np.ndarray,
+    active_nodes: np.ndarray,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    swap_elements: int,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """LocalSearch._swaps and _swap_candidates up to the selection: the units of the worst node (`mine`, sorted)
+    and those on the other side of the mean it may swap with (the most opposite nodes first, at most
+    `swap_elements` pairs), the pairs in the window of net load that can land both nodes inside d, mine-major.
+    Returns (worst, the worst node's unit, the partner's unit, good: the pairs that improve and fit the budget)."""
+    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    if len(mine) == 0:
+        return empty_f, empty_i, empty_i, empty_i
+    util_node = util[node]
+    n_active = len(active_nodes)
+    side_nodes = np.empty(n_active, np.int64)
+    n_side = 0
+    for i in range(n_active):
+        a = active_nodes[i]
+        if (util[a] < util_node) if over else (util[a] > util_node):
+            side_nodes[n_side] = a
+            n_side += 1
+    partners = side_nodes[:n_side]
+    key = np.empty(n_side)
+    for i in range(n_side):
+        key[i] = util[partners[i]] if over else -util[partners[i]]
+    partners = partners[np.argsort(key, kind="mergesort")]  # stable
+    position = np.full(len(util), n_side, np.int64)
+    for i in range(n_side):
+        position[partners[i]] = i
+    n_units = len(assignment)
+    theirs_all = np.empty(n_units, np.int64)
+    n_theirs = 0
+    for unit in range(n_units):
+        if movable[unit] and position[assignment[unit]] < n_side:
+            theirs_all[n_theirs] = unit
+            n_theirs += 1
+    theirs = theirs_all[:n_theirs]
+    most = max(1, swap_elements // len(mine))
+    if n_theirs > most:
+        rank = np.empty(n_theirs, np.int64)
+        for i in range(n_theirs):
+            rank[i] = position[assignment[theirs[i]]]
+        theirs = theirs[np.argsort(rank, kind="mergesort")[:most]]
+    n_theirs = len(theirs)
+    if n_theirs == 0:
+        return empty_f, empty_i, empty_i, empty_i
+    sizes_mine = np.empty(len(mine))
+    for i in range(len(mine)):
+        sizes_mine[i] = share[mine[i]]
+    by_size = np.argsort(sizes_mine, kind="mergesort")
+    sizes = sizes_mine[by_size]
+    deviation = util_node - mean
+    cap_node = capacity[node]
+    firsts = np.empty(n_theirs, np.int64)
+    windows = np.empty(n_theirs, np.int64)
+    total = 0
+    for j in range(n_theirs):
+        partner = assignment[theirs[j]]
+        partner_deviation = util[partner] - mean
+        lo = max(cap_node * (deviation - limit), capacity[partner] * (-limit - partner_deviation))
+        hi = min(cap_node * (deviation + limit), capacity[partner] * (limit - partner_deviation))
+        hair = 1e-7 * (1.0 + max(abs(lo), abs(hi)))
+        points = share[theirs[j]]
+        first = _search_left(sizes, points + lo - hair)
+        count = max(_search_right(sizes, points + hi + hair) - first, 0)
+        firsts[j], windows[j] = first, count
+        total += count
+    if total == 0:
+        return empty_f, empty_i, empty_i, empty_i
+    # the pairs mine-major (then by partner unit), as the numpy code's sort of mine * len(theirs) + theirs
+    # orders them: a counting sort by the worst node's unit (the partners come in ascending order already)
+    per_mine = np.zeros(len(mine) + 1, np.int64)
+    for j in range(n_theirs):
+        for position in range(firsts[j], firsts[j] + windows[j]):
+            per_mine[by_size[position] + 1] += 1
+    for i in range(len(mine)):
+        per_mine[i + 1] += per_mine[i]
+    partner_of = np.empty(total, np.int64)
+    filled = per_mine[:-1].copy()
+    for j in range(n_theirs):
+        for position in range(firsts[j], firsts[j] + windows[j]):
+            i = by_size[position]
+            partner_of[filled[i]] = j
+            filled[i] += 1
+    worst = np.empty(total)
+    mine_units = np.empty(total, np.int64)
+    their_units = np.empty(total, np.int64)
+    good = np.empty(total, np.int64)
+    n_good = 0
+    for i in range(len(mine)):
+        a = mine[i]
+        for k in range(per_mine[i], per_mine[i + 1]):
+            c = theirs[partner_of[k]]
+            other = assignment[c]
+            net = share[a] - share[c]  # load points leaving the worst node
+            w_here, ok_here = _role(util[node], staying[node], -net / cap_node, all_staying, mean, cap_limit)
+            w_other, ok_other = _role(
+                util[other], staying[other], net / capacity[other], all_staying, mean, cap_limit
+            )
+            w = max(w_here, w_other)
+            worst[k] = w
+            mine_units[k], their_units[k] = a, c
+            if ok_here and ok_other and w < limit:
+                dn1, dc1 = _budget_of(counts[a], original[a], state[a], node, other, costed)
+                dn2, dc2 = _budget_of(counts[c], original[c], state[c], other, node, costed)
+                if _fits(dn1 + dn2, dc1 + dc2, costed, used_moves, max_moves, used_cost, cost_limit):
+                    good[n_good] = k
+                    n_good += 1
+    return worst, mine_units, their_units, good[:n_good]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_fill(
+    landing: bool,
+    dests: np.ndarray,
+    under: np.ndarray,
+    r: np.ndarray,
+    out: np.ndarray,
+    band: float,
+    tolerance: float,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    cap_limit: float,
+    sizes: np.ndarray,
+    by_size: np.ndarray,
+    fill_units: int,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One step of LocalSearch.fill_band up to the selection: its candidate moves (`landing`: a unit that lands
+    its over node inside the band to each of `dests`, then per under node the units of a landing size; else the
+    units of the most utilized node to each of `dests` and every unit of a node above the mean to the least
+    utilized one), evaluated as LocalSearch._fill_step does. Returns (False when there is no giving unit or no
+    destination: the band repair ends; the positions, units, destinations, scores and cost changes of the moves
+    that may be taken: they land a node, or take excess off, and fit the cap and the budget)."""
+    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    n_units = len(assignment)
+    units = np.empty(n_units, np.int64)
+    n = 0
+    for unit in range(n_units):
+        node = assignment[unit]
+        if movable[unit] and r[node] > -band and (all_staying or staying[node]):
+            units[n] = unit
+            n += 1
+    if len(dests) == 0 or n == 0:
+        return False, empty_i, empty_f, empty_f, empty_i, empty_i
+    units = units[:n]
+    # the candidates, in the order of fill_band's parts: (pairs of units and dests, unit-major), then the rest
+    first_units = np.empty(n, np.int64)
+    n_first = 0
+    rest_units = np.empty(0, np.int64)
+    rest_dests = np.empty(0, np.int64)
+    if landing:
+        for i in range(n):
+            unit = units[i]
+            node = assignment[unit]
+            if out[node] and abs(r[node] - share[unit] / capacity[node]) <= band:
+                first_units[n_first] = unit
+                n_first += 1
+        if len(under):
+            lo = np.empty(len(under), np.int64)
+            hi = np.empty(len(under), np.int64)
+            total = 0
+            for i in range(len(under)):
+                node = under[i]
+                exact = -r[node] * capacity[node]
+                low = _search_left(sizes, exact - band * capacity[node])
+                high = _search_right(sizes, exact + band * capacity[node])
+                at = _search_left(sizes, exact)
+                low = max(low, at - fill_units // 2)
+                high = min(high, max(at + fill_units // 2, low))
+                lo[i], hi[i] = low, high
+                total += high - low
+            rest_units = np.empty(total, np.int64)
+            rest_dests = np.empty(total, np.int64)
+            k = 0
+            for i in range(len(under)):
+                for position in range(lo[i], hi[i]):
+                    unit = by_size[position]
+                    node = assignment[unit]
+                    if r[node] > -band and (all_staying or staying[node]):
+                        rest_units[k], rest_dests[k] = unit, under[i]
+                        k += 1
+            rest_units, rest_dests = rest_units[:k], rest_dests[:k]
+    else:
+        highest = assignment[units[0]]
+        for i in range(1, n):  # np.argmax: the first of the largest
+            node = assignment[units[i]]
+            if r[node] > r[highest]:
+                highest = node
+        if r[highest] > band:
+            for i in range(n):
+                if assignment[units[i]] == highest:
+                    first_units[n_first] = units[i]
+                    n_first += 1
+        if len(under):
+            rest_units = np.empty(n, np.int64)
+            k = 0
+            for i in range(n):
+                if r[assignment[units[i]]] > 0:
+                    rest_units[k] = units[i]
+                    k += 1
+            rest_units = rest_units[:k]
+            rest_dests = np.full(k, under[0], np.int64)
+    n_pairs = n_first * len(dests)
+    total = n_pairs + len(rest_units)
+    positions = np.empty(total, np.int64)
+    good_units = np.empty(total, np.int64)
+    good_dests = np.empty(total, np.int64)
+    scores = np.empty(total)
+    delta_cs = np.empty(total)
+    kept = n_good = 0
+    for k in range(total):
+        if k < n_pairs:
+            unit, dest = first_units[k // len(dests)], dests[k % len(dests)]
+        else:
+            unit, dest = rest_units[k - n_pairs], rest_dests[k - n_pairs]
+        src = assignment[unit]
+        if src == dest:
+            continue
+        position = kept
+        kept += 1
+        points = share[unit]
+        arriving = points / capacity[dest]
+        after_src = r[src] - points / capacity[src]
+        after_dst = r[dest] + arriving
+        inside_src, inside_dst = abs(after_src) <= band, abs(after_dst) <= band
+        # per node +1 when it lands, -1 when it is pushed out: out + inside - 1 (integers)
+        landed = int(out[src]) + int(inside_src) + int(out[dest]) + int(inside_dst) - 2
+        if not util[dest] + arriving <= cap_limit:
+            continue
+        if landing:
+            if landed < 1:
+                continue
+            score = float(landed)
+        else:
+            score = max(abs(r[src]) - band, 0.0) + max(abs(r[dest]) - band, 0.0)
+            score = score - (max(abs(after_src) - band, 0.0) + max(abs(after_dst) - band, 0.0))
+            if not (landed >= 0 and score > tolerance):
+                continue
+        dn, dc = _budget_of(counts[unit], original[unit], state[unit], src, dest, costed)
+        if not _fits(dn, dc, costed, used_moves, max_moves, used_cost, cost_limit):
+            continue
+        positions[n_good], good_units[n_good], good_dests[n_good] = position, unit, dest
+        scores[n_good], delta_cs[n_good] = score, dc
+        n_good += 1
+    return (
+        True,
+        positions[:n_good],
+        scores[:n_good],
+        delta_cs[:n_good],
+        good_units[:n_good],
+        good_dests[:n_good],
+    )
+
+
+def compile_all() -> None:
+    """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
+    a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
+    Python or numpy scalars of the same kinds), so no later call compiles."""
+    i = np.array([0, 1], dtype=np.int64)
+    f = np.array([1.0, 2.0])
+    b = np.array([True, False])
+    evaluation = (f, f, f, b, True, 1.0, 2.0)
+    budget = (b, i, f, False, 0, 1, 0.0, 1.0)
+    scan_moves(i, i, i, *evaluation, 1.0, *budget)
+    scan_refunds(i, i, i, i, i, *evaluation, 1.0)
+    scan_compound(i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)
+    scan_swaps(0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)
+    scan_fill(True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)
