@@ -113,6 +113,103 @@ def scan_moves(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def worst_node(util: np.ndarray, active_nodes: np.ndarray, mean: float) -> tuple[int, float, bool]:
+    """LocalSearch.step's start: the staying node of the largest |utilization - mean| (the first of equal ones, as
+    np.argmax), that deviation d, and whether the node is over the mean."""
+    position = 0
+    largest = -1.0
+    deviation = 0.0
+    for i in range(len(active_nodes)):
+        r = util[active_nodes[i]] - mean
+        if abs(r) > largest:
+            position, largest, deviation = i, abs(r), r
+    return active_nodes[position], abs(deviation), deviation > 0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_near_moves(
+    node: int,
+    over: bool,
+    mine: np.ndarray,
+    active_nodes: np.ndarray,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """LocalSearch._moves with at most NEAR_NODES staying nodes (every other staying node is a destination or a
+    source), then scan_moves on them: over the mean, every unit of the worst node (`mine`) to every other staying
+    node, unit-major, then those away from home back home; under it, every movable unit elsewhere onto it.
+    Returns (units, dests, and scan_moves' worst, improving, fits, cost changes)."""
+    if over:
+        others = np.empty(len(active_nodes), np.int64)
+        n_others = 0
+        for a in active_nodes:
+            if a != node:
+                others[n_others] = a
+                n_others += 1
+        n_back = 0
+        for unit in mine:
+            n_back += counts[unit] and original[unit] != node
+        units = np.empty(len(mine) * n_others + n_back, np.int64)
+        dests = np.empty(len(units), np.int64)
+        k = 0
+        for unit in mine:
+            for j in range(n_others):
+                units[k], dests[k] = unit, others[j]
+                k += 1
+        for unit in mine:
+            if counts[unit] and original[unit] != node:
+                units[k], dests[k] = unit, original[unit]
+                k += 1
+    else:
+        units = np.empty(len(assignment), np.int64)
+        k = 0
+        for unit in range(len(assignment)):
+            if movable[unit] and assignment[unit] != node:
+                units[k] = unit
+                k += 1
+        units = units[:k]
+        dests = np.full(k, node, np.int64)
+    worst, improving, fits, delta_c = scan_moves(
+        units,
+        dests,
+        assignment,
+        share,
+        capacity,
+        util,
+        staying,
+        all_staying,
+        mean,
+        cap_limit,
+        limit,
+        counts,
+        original,
+        state,
+        costed,
+        used_moves,
+        max_moves,
+        used_cost,
+        cost_limit,
+    )
+    return units, dests, worst, improving, fits, delta_c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def scan_refunds(
     migrated: np.ndarray,
     units: np.ndarray,
@@ -422,7 +519,7 @@ def scan_fill(
     its over node inside the band to each of `dests`, then per under node the units of a landing size; else the
     units of the most utilized node to each of `dests` and every unit of a node above the mean to the least
     utilized one), evaluated as LocalSearch._fill_step does. Returns (False when there is no giving unit or no
-    destination: the band repair ends; the positions, units, destinations, scores and cost changes of the moves
+    destination: the band repair ends; the scores, cost changes, units and destinations of the moves
     that may be taken: they land a node, or take excess off, and fit the cap and the budget)."""
     empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
     n_units = len(assignment)
@@ -434,7 +531,7 @@ def scan_fill(
             units[n] = unit
             n += 1
     if len(dests) == 0 or n == 0:
-        return False, empty_i, empty_f, empty_f, empty_i, empty_i
+        return False, empty_f, empty_f, empty_i, empty_i
     units = units[:n]
     # the candidates, in the order of fill_band's parts: (pairs of units and dests, unit-major), then the rest
     first_units = np.empty(n, np.int64)
@@ -495,12 +592,11 @@ def scan_fill(
             rest_dests = np.full(k, under[0], np.int64)
     n_pairs = n_first * len(dests)
     total = n_pairs + len(rest_units)
-    positions = np.empty(total, np.int64)
     good_units = np.empty(total, np.int64)
     good_dests = np.empty(total, np.int64)
     scores = np.empty(total)
     delta_cs = np.empty(total)
-    kept = n_good = 0
+    n_good = 0
     for k in range(total):
         if k < n_pairs:
             unit, dest = first_units[k // len(dests)], dests[k % len(dests)]
@@ -509,8 +605,6 @@ def scan_fill(
         src = assignment[unit]
         if src == dest:
             continue
-        position = kept
-        kept += 1
         points = share[unit]
         arriving = points / capacity[dest]
         after_src = r[src] - points / capacity[src]
@@ -532,12 +626,11 @@ def scan_fill(
         dn, dc = _budget_of(counts[unit], original[unit], state[unit], src, dest, costed)
         if not _fits(dn, dc, costed, used_moves, max_moves, used_cost, cost_limit):
             continue
-        positions[n_good], good_units[n_good], good_dests[n_good] = position, unit, dest
+        good_units[n_good], good_dests[n_good] = unit, dest
         scores[n_good], delta_cs[n_good] = score, dc
         n_good += 1
     return (
         True,
-        positions[:n_good],
         scores[:n_good],
         delta_cs[:n_good],
         good_units[:n_good],
@@ -554,7 +647,10 @@ def compile_all() -> None:
     b = np.array([True, False])
     evaluation = (f, f, f, b, True, 1.0, 2.0)
     budget = (b, i, f, False, 0, 1, 0.0, 1.0)
+    worst_node(f, i, 1.0)
     scan_moves(i, i, i, *evaluation, 1.0, *budget)
+    scan_near_moves(0, True, i, i, b, i, *evaluation, 1.0, *budget)
+    scan_near_moves(0, False, i, i, b, i, *evaluation, 1.0, *budget)
     scan_refunds(i, i, i, i, i, *evaluation, 1.0)
     scan_compound(i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)
     scan_swaps(0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)

@@ -132,6 +132,15 @@ def _lower_quartile(values: FloatArray) -> float:
     return a + step * weight if weight < 0.5 else b - step * (1 - weight)
 
 
+def _least(values: FloatArray, count: int) -> IntArray:
+    """The positions of the `count` smallest of `values`, in order: _smallest(index, value, count) is
+    index[_least(value[index], count)], the same calls on the same array."""
+    if len(values) > count:
+        positions = values.argpartition(count - 1)[:count]
+        return positions[values[positions].argsort(kind="stable")]
+    return values.argsort(kind="stable")
+
+
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
     """The `count` entries of `index` with the smallest `value`, in order (argpartition first: index may be long)."""
     if len(index) > count:
@@ -176,7 +185,9 @@ class LocalSearch:
         self.cap_limit = self.cap * (1 + 1e-12)  # the cap with its slack, as every cap test computes it
         self.cost_limit = self.max_cost * (1 + 1e-12)
         # The compiled kernels take exactly these dtypes (C-contiguous: anything else would compile anew)
-        self.kernels = _kernels if _kernels is not None and self._kernel_arrays() else None
+        # (not under resource caps: the steps' candidates are then checked against them one by one)
+        usable = _kernels is not None and not self.resources.has_resources
+        self.kernels = _kernels if usable and self._kernel_arrays() else None
 
     def _kernel_arrays(self) -> bool:
         """Make the per-plan arrays the kernels read C-contiguous (the same values); False when a dtype is not the
@@ -472,6 +483,8 @@ class LocalSearch:
 
     def step(self) -> bool:
         """Take the best improving step; False when there is none."""
+        if self.kernels is not None:
+            return self._step_compiled()
         deviation = (self.util if self.all_staying else self.util[self.active_nodes]) - self.mean
         position = int(np.abs(deviation).argmax())
         d = float(abs(deviation[position]))
@@ -529,6 +542,51 @@ class LocalSearch:
                 self.apply(steps)
                 return True
         return False
+
+    def _step_compiled(self) -> bool:
+        """`step` through the kernels: the same candidates, evaluations and selection, so the same step. Without
+        resource caps (the kernels are off under them) the first candidate of the sorted list is the one taken,
+        so only it is built: the candidate of least worst deviation among those the selection keeps."""
+        kernels = self.kernels
+        assert kernels is not None
+        node, d, over = kernels.worst_node(self.util, self.active_nodes, float(self.mean))
+        if d <= TOLERANCE:
+            return False
+        evaluation, budget, limit = self._evaluation_args(), self._budget_args(), d - TOLERANCE
+        if len(self.active_nodes) <= NEAR_NODES:
+            mine = self.units_on(node) if over else self.units_on(node)[:0]
+            units, dests, worst, improving, fits, improving_c = kernels.scan_near_moves(
+                node, over, mine, self.active_nodes, self.movable, self.assignment, *evaluation, limit, *budget
+            )
+        else:
+            units, dests = self._moves(node, over)
+            worst, improving, fits, improving_c = kernels.scan_moves(
+                units, dests, self.assignment, *evaluation, limit, *budget
+            )
+        allowed = improving[fits]
+        if len(allowed):
+            if self.costed:
+                delta_c = np.zeros(len(units))
+                delta_c[improving] = improving_c
+                top = self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]
+            else:  # _rank's _smallest by -gain, on the allowed moves' values only (the same array it reads)
+                top = allowed[_least(-(d - worst[allowed]), RESOURCE_TRIES)]
+            best = int(top[worst[top].argmin()])  # the candidates' stable sort by worst: its first
+            self.apply([(int(units[best]), int(dests[best]))])
+            return True
+        blocked = _smallest(improving[~fits], worst, COMPOUND_MOVES)
+        blocked_units, blocked_dests = units[blocked], dests[blocked]
+        candidates = self._compound_candidates(blocked_units, blocked_dests, d)
+        if not candidates:
+            candidates = self._swap_candidates(node, over, d)
+        if not candidates and self.chains:
+            candidates = self._chain_candidates(node, over, d)
+        if not candidates and self.chains and TWINS:
+            candidates = self._twin_candidates(blocked_units, blocked_dests, d)
+        if not candidates:
+            return False
+        self.apply(min(candidates, key=lambda c: c[0])[1])  # the first of the stable sort by worst
+        return True
 
     def _rank(self, index: IntArray, gain: FloatArray, delta_c: FloatArray) -> IntArray:
         """Candidates best first: by the worst node after the step; under a cost budget by gain per unit of state
@@ -1126,7 +1184,7 @@ class LocalSearch:
         when there is no giving unit or no destination (the band repair ends)."""
         assert self.kernels is not None
         counts, original, state, *budget = self._budget_args()
-        going, positions, score, delta_c, units, dests_ = self.kernels.scan_fill(
+        going, score, delta_c, units, dests_ = self.kernels.scan_fill(
             landing,
             dests,
             under,
@@ -1152,21 +1210,17 @@ class LocalSearch:
         )
         if not going:
             return None
-        if not len(positions):
+        if not len(score):
             return False
         top = _indices(score >= score.max() - (0.0 if landing else TOLERANCE))
         if self.costed and len(top) > 1:
             # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
             top = top[delta_c[top] <= _lower_quartile(delta_c[top])]
-        # the draw over the candidates' positions, as _fill_step draws it (the same values, the same order)
-        position_of = dict(zip(positions[top].tolist(), top.tolist(), strict=True))
-        for position in rng.permutation(positions[top])[:RESOURCE_TRIES].tolist():
-            i = position_of[position]
-            unit, dest = int(units[i]), int(dests_[i])
-            if self.resources.fits(unit, dest):
-                self.apply([(unit, dest)])
-                return True
-        return False
+        # _fill_step's draw: a permutation of as many candidates (the same shuffle of an int64 array of that
+        # length, whatever its values), of which the first is taken (no resource caps under the kernels)
+        first = int(top[rng.permutation(len(top))[0]])
+        self.apply([(int(units[first]), int(dests_[first]))])
+        return True
 
     def _fill_step(
         self,
