@@ -638,6 +638,108 @@ def scan_fill(
     )
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_legs(
+    legs: int,
+    units: np.ndarray,
+    sources: np.ndarray,
+    dests: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """LocalSearch._best_legs up to the selection: candidate steps of `legs` moves each (leg l of candidate i:
+    units[l * n + i] from sources[...] to dests[...]), evaluated as LocalSearch.evaluate does (roles that may
+    share a node: each role's total is every role's change on its node, added in role order, a change that is
+    not on it counted as change x 0.0, as numpy's product with the comparison is), priced per leg at the unit's
+    current node. Returns (worst, good: the steps that improve and fit the budget)."""
+    n = len(units) // legs
+    roles = 2 * legs
+    node = np.empty(roles, np.int64)
+    own = np.empty(roles)
+    worst = np.empty(n)
+    good = np.empty(n, np.int64)
+    n_good = 0
+    for i in range(n):
+        for leg in range(legs):
+            unit = units[leg * n + i]
+            points = share[unit]
+            src, dst = sources[leg * n + i], dests[leg * n + i]
+            node[2 * leg], own[2 * leg] = src, -points / capacity[src]
+            node[2 * leg + 1], own[2 * leg + 1] = dst, points / capacity[dst]
+        w = 0.0
+        ok = True
+        for m in range(roles):
+            total = 0.0
+            for k in range(roles):
+                total += own[k] * (1.0 if node[k] == node[m] else 0.0)
+            deviation, fits = _role(util[node[m]], staying[node[m]], total, all_staying, mean, cap_limit)
+            w = max(w, deviation)
+            ok = ok and fits
+        worst[i] = w
+        if ok and w < limit:
+            delta_n, delta_c = 0, 0.0
+            for leg in range(legs):
+                unit = units[leg * n + i]
+                dn, dc = _budget_of(
+                    counts[unit], original[unit], state[unit], assignment[unit], dests[leg * n + i], costed
+                )
+                if leg == 0:
+                    delta_n, delta_c = dn, dc
+                else:
+                    delta_n, delta_c = delta_n + dn, delta_c + dc
+            if _fits(delta_n, delta_c, costed, used_moves, max_moves, used_cost, cost_limit):
+                good[n_good] = i
+                n_good += 1
+    return worst, good[:n_good]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray, count: int) -> np.ndarray:
+    """LocalSearch._rank under a cost budget, its first `count`: the candidates `index` by gain per unit of state
+    spent (free steps first, as infinitely efficient), then by gain, then in their order (np.lexsort is stable)."""
+    n = len(index)
+    efficiency = np.empty(n)
+    for i in range(n):
+        cost = delta_c[index[i]]
+        efficiency[i] = gain[index[i]] / cost if cost > 0 else np.inf
+    chosen = np.empty(min(count, n), np.int64)  # positions into index, best first (insertion into the top)
+    size = 0
+    for i in range(n):
+        # i goes before a chosen j when it ranks strictly better (later positions lose ties)
+        at = size
+        while at > 0:
+            j = chosen[at - 1]
+            better = -efficiency[i] < -efficiency[j] or (
+                -efficiency[i] == -efficiency[j] and -gain[index[i]] < -gain[index[j]]
+            )
+            if not better:
+                break
+            at -= 1
+        if at >= len(chosen):
+            continue
+        last = min(size, len(chosen) - 1)
+        for k in range(last, at, -1):
+            chosen[k] = chosen[k - 1]
+        chosen[at] = i
+        size = min(size + 1, len(chosen))
+    return index[chosen[:size]]
+
+
 def compile_all() -> None:
     """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
     a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
@@ -654,4 +756,6 @@ def compile_all() -> None:
     scan_refunds(i, i, i, i, i, *evaluation, 1.0)
     scan_compound(i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)
     scan_swaps(0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)
+    scan_legs(2, i, i, i, i, *evaluation, 1.0, *budget)
+    rank_by_efficiency(i, f, f, 16)
     scan_fill(True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)

@@ -568,7 +568,7 @@ class LocalSearch:
             if self.costed:
                 delta_c = np.zeros(len(units))
                 delta_c[improving] = improving_c
-                top = self._rank(allowed, d - worst, delta_c)[:RESOURCE_TRIES]
+                top = kernels.rank_by_efficiency(allowed, d - worst, delta_c, RESOURCE_TRIES)
             else:  # _rank's _smallest by -gain, on the allowed moves' values only (the same array it reads)
                 top = allowed[_least(-(d - worst[allowed]), RESOURCE_TRIES)]
             best = int(top[worst[top].argmin()])  # the candidates' stable sort by worst: its first
@@ -1038,6 +1038,19 @@ class LocalSearch:
         """The RESOURCE_TRIES best of aligned candidate steps made of several moves ("legs": units, from, to, one
         entry per candidate), each step evaluated exactly on every node its legs touch, kept when it lowers the
         worst node below d and fits the budget (priced only for the steps that improve: few do)."""
+        if self.kernels is not None:
+            worst, good = self.kernels.scan_legs(
+                len(legs),
+                np.concatenate([units for units, _, _ in legs]),
+                np.concatenate([src for _, src, _ in legs]),
+                np.concatenate([dst for _, _, dst in legs]),
+                self.assignment,
+                *self._evaluation_args(),
+                d - TOLERANCE,
+                *self._budget_args(),
+            )
+            best = _smallest(good, worst, RESOURCE_TRIES)
+            return [(float(worst[i]), [(int(units[i]), int(dst[i])) for units, _, dst in legs]) for i in best]
         share, capacity = self.share, self.capacity
         nodes: list[IntArray] = []
         deltas: list[FloatArray] = []
