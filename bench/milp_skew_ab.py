@@ -23,7 +23,7 @@ import numpy as np
 from bench.milp_skew import BEST_KNOWN
 
 CHILD = """
-import json, sys
+import json, re, sys
 from bench.milp_skew import family
 from solvers.milp import solve_milp
 try:  # as a solver worker does at its start (a tree without compiled kernels has no warm_up)
@@ -36,13 +36,15 @@ inst = family()[name]()
 for seed in range(first, first + count):
     plan = solve_milp(inst, time_limit_s=limit, seed=seed)
     assert inst.within_budget(plan.assignment)
-    print(json.dumps(inst.load_distance(plan.assignment)), flush=True)
+    rounds = [int(m.group(1)) for note in plan.notes for m in [re.search(r"(\\d+) perturbation rounds", note)] if m]
+    print(json.dumps([inst.load_distance(plan.assignment), rounds[0] if rounds else 0]), flush=True)
 """
 
 DEFAULT = "flights-year 40n K30,flights-year 40n cost 2%"
 
 
-def solve_in(tree: Path, name: str, first: int, count: int, limit: float) -> list[float]:
+def solve_in(tree: Path, name: str, first: int, count: int, limit: float) -> list[tuple[float, int]]:
+    """(load distance, perturbations) of each call."""
     child = subprocess.run(
         [sys.executable, "-c", CHILD, name, str(first), str(count), str(limit)],
         cwd=tree,
@@ -51,7 +53,7 @@ def solve_in(tree: Path, name: str, first: int, count: int, limit: float) -> lis
         text=True,
         check=True,
     )
-    return [float(line) for line in child.stdout.splitlines()]
+    return [tuple(json.loads(line)) for line in child.stdout.splitlines()]
 
 
 def main() -> None:
@@ -66,16 +68,16 @@ def main() -> None:
     trees = [("baseline", Path(args.baseline)), ("this tree", here)]
     best_known = json.loads(BEST_KNOWN.read_text())
     names = [name.strip() for name in args.only.split(",") if name.strip()]
-    results: dict[tuple[str, str], list[float]] = {}
+    results: dict[tuple[str, str], list[tuple[float, int]]] = {}
     for r in range(args.rounds):
         for name in names:
             for label, tree in trees:
                 load = os.getloadavg()[0]
-                distances = solve_in(tree, name, r * args.seeds, args.seeds, args.time_limit)
-                results.setdefault((name, label), []).extend(distances)
+                calls = solve_in(tree, name, r * args.seeds, args.seeds, args.time_limit)
+                results.setdefault((name, label), []).extend(calls)
                 print(
                     f"round {r} {name:<28} {label:<10} load {load:4.2f}: "
-                    + " ".join(f"{x:.3f}" for x in distances),
+                    + " ".join(f"{x:.3f} ({n})" for x, n in calls),
                     flush=True,
                 )
     print(f"milp at {args.time_limit:g} s, {args.rounds * args.seeds} calls per tree; load {os.getloadavg()[0]:.2f}")
@@ -83,11 +85,13 @@ def main() -> None:
         best = best_known[name]["load_distance"]
         target = max(best * 1.1, best + 0.05)
         for label, _ in trees:
-            distances = np.array(results[(name, label)])
+            distances = np.array([x for x, _ in results[(name, label)]])
+            perturbations = np.array([n for _, n in results[(name, label)]])
             within = int((distances <= target).sum())
             print(
                 f"{name:<28} {label:<10} within {target:.3f}: {within:>3} of {len(distances)}, "
-                f"mean {distances.mean():.3f}, worst {distances.max():.3f}"
+                f"mean {distances.mean():.3f}, worst {distances.max():.3f}, "
+                f"perturbations per call {perturbations.mean():.0f}"
             )
 
 
