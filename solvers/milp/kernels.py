@@ -113,6 +113,60 @@ def scan_moves(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def units_on(node: int, assignment: np.ndarray, movable: np.ndarray) -> np.ndarray:
+    """LocalSearch.units_on by a scan of the assignment: the movable units on `node`, ascending."""
+    found = np.empty(len(assignment), np.int64)
+    n = 0
+    for unit in range(len(assignment)):
+        if assignment[unit] == node and movable[unit]:
+            found[n] = unit
+            n += 1
+    return found[:n]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def least_first(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """index sorted by values[index], stably (np.argsort(kind="stable")): an insertion sort, for the few dozen
+    entries a band repair step sorts."""
+    ordered = index.copy()
+    for i in range(1, len(ordered)):
+        item = ordered[i]
+        key = values[item]
+        j = i
+        while j > 0 and values[ordered[j - 1]] > key:
+            ordered[j] = ordered[j - 1]
+            j -= 1
+        ordered[j] = item
+    return ordered
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def band_state(
+    util: np.ndarray, mean: float, staying: np.ndarray, all_staying: bool, band: float
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    """The start of a fill_band step: the staying nodes' deviations r (0 on draining nodes), which are outside
+    the band, how many, the nodes below mean + band (candidate destinations) and those under the band."""
+    n = len(util)
+    r = np.empty(n)
+    out = np.empty(n, np.bool_)
+    below = np.empty(n, np.int64)
+    under = np.empty(n, np.int64)
+    n_out = n_below = n_under = 0
+    for i in range(n):
+        stays = all_staying or staying[i]
+        r[i] = util[i] - mean if stays else 0.0
+        out[i] = stays and abs(r[i]) > band
+        n_out += out[i]
+        if stays and r[i] < band:
+            below[n_below] = i
+            n_below += 1
+        if out[i] and r[i] < 0:
+            under[n_under] = i
+            n_under += 1
+    return r, out, n_out, below[:n_below], under[:n_under]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def worst_node(util: np.ndarray, active_nodes: np.ndarray, mean: float) -> tuple[int, float, bool]:
     """LocalSearch.step's start: the staying node of the largest |utilization - mean| (the first of equal ones, as
     np.argmax), that deviation d, and whether the node is over the mean."""
@@ -750,6 +804,9 @@ def compile_all() -> None:
     evaluation = (f, f, f, b, True, 1.0, 2.0)
     budget = (b, i, f, False, 0, 1, 0.0, 1.0)
     worst_node(f, i, 1.0)
+    units_on(0, i, b)
+    least_first(f, i)
+    band_state(f, 1.0, b, True, 1.0)
     scan_moves(i, i, i, *evaluation, 1.0, *budget)
     scan_near_moves(0, True, i, i, b, i, *evaluation, 1.0, *budget)
     scan_near_moves(0, False, i, i, b, i, *evaluation, 1.0, *budget)

@@ -41,6 +41,7 @@ TWIN_MIGRATIONS = 64  # migrations tried for a cheaper twin per step at most
 FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair: the least utilized
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
+UNITS_SCANNED = 65_536  # units_on by a scan of the assignment up to this many units (the kernels: ~1 ns a unit)
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
 
 
@@ -554,7 +555,7 @@ class LocalSearch:
             return False
         evaluation, budget, limit = self._evaluation_args(), self._budget_args(), d - TOLERANCE
         if len(self.active_nodes) <= NEAR_NODES:
-            mine = self.units_on(node) if over else self.units_on(node)[:0]
+            mine = self._mine(node) if over else self.assignment[:0]
             units, dests, worst, improving, fits, improving_c = kernels.scan_near_moves(
                 node, over, mine, self.active_nodes, self.movable, self.assignment, *evaluation, limit, *budget
             )
@@ -779,7 +780,7 @@ class LocalSearch:
             worst, mine, theirs, good = self.kernels.scan_swaps(
                 node,
                 over,
-                self.units_on(node),
+                self._mine(node),
                 self.active_nodes,
                 self.movable,
                 self.assignment,
@@ -1123,6 +1124,19 @@ class LocalSearch:
         for _ in range(max_steps):
             if time.perf_counter() > deadline:
                 return
+            if self.kernels is not None:  # the same step through the kernels
+                r, out, n_out, below, under = self.kernels.band_state(
+                    self.util, float(self.mean), staying, all_staying, float(band)
+                )
+                if not n_out:
+                    return
+                dests, under = self._least_nodes(below, r), self._least_nodes(under, r)
+                moved = self._fill_compiled(True, dests, under, r, out, band, rng, sizes, by_size)
+                if moved is None:
+                    return
+                if not moved and not self._fill_compiled(False, dests, under, r, out, band, rng, sizes, by_size):
+                    return
+                continue
             # without draining nodes every node stays: the masks by `staying` are no-ops (skipped: numpy calls)
             if all_staying:
                 r = self.util - self.mean
@@ -1133,14 +1147,6 @@ class LocalSearch:
             if not out.any():
                 return
             dests = _smallest(_indices(r < band if all_staying else staying & (r < band)), r, FILL_NODES)
-            if self.kernels is not None:
-                under = _smallest(_indices(out & (r < 0)), r, FILL_NODES)
-                moved = self._fill_compiled(True, dests, under, r, out, band, rng, sizes, by_size)
-                if moved is None:
-                    return
-                if not moved and not self._fill_compiled(False, dests, under, r, out, band, rng, sizes, by_size):
-                    return
-                continue
             giving = r[self.assignment] > -band
             units = _indices(
                 self.movable & giving if all_staying else self.movable & staying[self.assignment] & giving
@@ -1180,6 +1186,20 @@ class LocalSearch:
                 parts.append((givers, np.full(len(givers), under[0], dtype=np.int64)))
             if not self._fill_step(parts, r, out, band, rng, landing=False):
                 return
+
+    def _least_nodes(self, nodes: IntArray, r: FloatArray) -> IntArray:
+        """_smallest(nodes, r, FILL_NODES) (the kernels' stable insertion sort when all of them are kept)."""
+        assert self.kernels is not None
+        if len(nodes) <= FILL_NODES:
+            return self.kernels.least_first(r, nodes)
+        return _smallest(nodes, r, FILL_NODES)
+
+    def _mine(self, node: int) -> IntArray:
+        """units_on(node) by the kernels' scan of the assignment (up to UNITS_SCANNED units: beyond, the index)."""
+        assert self.kernels is not None
+        if len(self.assignment) <= UNITS_SCANNED:
+            return self.kernels.units_on(node, self.assignment, self.movable)
+        return self.units_on(node)
 
     def _fill_compiled(
         self,
