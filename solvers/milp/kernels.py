@@ -113,6 +113,27 @@ def scan_moves(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def move_unit(
+    unit: int,
+    dest: int,
+    assignment: np.ndarray,
+    util: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    counts: np.ndarray,
+    original: np.ndarray,
+) -> tuple[int, bool, bool]:
+    """LocalSearch.apply's arrays for one move (in place): the unit's share of utilization off its node and onto
+    `dest`, the unit on `dest`. Returns (the node it left, whether it counted as a migration before, after)."""
+    source = assignment[unit]
+    counted, home = counts[unit], original[unit]
+    util[source] -= share[unit] / capacity[source]
+    util[dest] += share[unit] / capacity[dest]
+    assignment[unit] = dest
+    return source, counted and source != home, counted and dest != home
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def units_on(node: int, assignment: np.ndarray, movable: np.ndarray) -> np.ndarray:
     """LocalSearch.units_on by a scan of the assignment: the movable units on `node`, ascending."""
     found = np.empty(len(assignment), np.int64)
@@ -805,6 +826,7 @@ def compile_all() -> None:
     budget = (b, i, f, False, 0, 1, 0.0, 1.0)
     worst_node(f, i, 1.0)
     units_on(0, i, b)
+    move_unit(0, 0, i.copy(), f.copy(), f, f, b, i)
     least_first(f, i)
     band_state(f, 1.0, b, True, 1.0)
     scan_moves(i, i, i, *evaluation, 1.0, *budget)

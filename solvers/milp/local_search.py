@@ -189,6 +189,7 @@ class LocalSearch:
         # (not under resource caps: the steps' candidates are then checked against them one by one)
         usable = _kernels is not None and not self.resources.has_resources
         self.kernels = _kernels if usable and self._kernel_arrays() else None
+        self._evaluation: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float] | None = None
 
     def _kernel_arrays(self) -> bool:
         """Make the per-plan arrays the kernels read C-contiguous (the same values); False when a dtype is not the
@@ -204,7 +205,13 @@ class LocalSearch:
         return True
 
     def _evaluation_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]:
-        """The arguments of the kernels' evaluation of a node's change, in their order."""
+        """The arguments of the kernels' evaluation of a node's change, in their order (fixed objects: the
+        utilizations change in place)."""
+        if self._evaluation is None:
+            self._evaluation = self._make_evaluation_args()
+        return self._evaluation
+
+    def _make_evaluation_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]:
         return (
             self.share,
             self.capacity,
@@ -302,6 +309,9 @@ class LocalSearch:
         return self._plan_hash
 
     def apply(self, steps: list[tuple[int, int]]) -> None:
+        if self.kernels is not None:
+            self._apply_compiled(steps)
+            return
         for unit, dest in steps:
             # budget_delta of one move, on Python scalars (the same float operations, without the arrays)
             source, home = int(self.assignment[unit]), int(self.original[unit])
@@ -321,6 +331,33 @@ class LocalSearch:
                 self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
             else:  # only the resource room of the tracker is used here (its budget counters are not read)
                 self.assignment[unit] = dest
+            self._arrived.setdefault(dest, []).append(unit)
+            self._arrivals += 1
+        if self._arrivals > max(1024, len(self._by_node) // 4):
+            self._index()
+
+    def _apply_compiled(self, steps: list[tuple[int, int]]) -> None:
+        """`apply` with the arrays updated by the kernels (no resource caps under them): the same numbers."""
+        kernels = self.kernels
+        assert kernels is not None
+        assignment, util, share, capacity, counts, original = (
+            self.assignment,
+            self.util,
+            self.share,
+            self.capacity,
+            self.counts,
+            self.original,
+        )
+        for unit, dest in steps:
+            source, before, after = kernels.move_unit(unit, dest, assignment, util, share, capacity, counts, original)
+            self.used_moves += int(after) - int(before)
+            if self.costed:
+                state = float(self.state[unit])
+                self.used_cost += (state if after else 0.0) - (state if before else 0.0)
+            if self._plan_hash is not None:
+                n_nodes = self.inst.n_nodes
+                self._plan_hash += _placement_key(unit, dest, n_nodes) - _placement_key(unit, source, n_nodes)
+                self._plan_hash &= _MASK
             self._arrived.setdefault(dest, []).append(unit)
             self._arrivals += 1
         if self._arrivals > max(1024, len(self._by_node) // 4):
