@@ -61,7 +61,9 @@ def main() -> None:
     parser.add_argument("--baseline", required=True, help="an older checkout to measure beside this tree")
     parser.add_argument("--only", default=DEFAULT, help="instance names, comma-separated")
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--seeds", type=int, default=5, help="seeds per round and tree (round r: r*N .. r*N+N-1)")
+    parser.add_argument(
+        "--seeds", type=int, default=5, help="seeds per round and tree (round r: r*N .. r*N+N-1)"
+    )
     parser.add_argument("--time-limit", type=float, default=1.0)
     args = parser.parse_args()
     here = Path(__file__).resolve().parent.parent
@@ -80,7 +82,9 @@ def main() -> None:
                     + " ".join(f"{x:.3f} ({n})" for x, n in calls),
                     flush=True,
                 )
-    print(f"milp at {args.time_limit:g} s, {args.rounds * args.seeds} calls per tree; load {os.getloadavg()[0]:.2f}")
+    print(
+        f"milp at {args.time_limit:g} s, {args.rounds * args.seeds} calls per tree; load {os.getloadavg()[0]:.2f}"
+    )
     for name in names:
         best = best_known[name]["load_distance"]
         target = max(best * 1.1, best + 0.05)

@@ -138,7 +138,9 @@ def test_band_repair_and_descent_equal_the_reference(
 
 @SETTINGS
 @given(searches=pairs(), seed=st.integers(0, 1000))
-def test_perturbation_repairs_equal_the_reference(searches: tuple[LocalSearch, LocalSearch], seed: int) -> None:
+def test_perturbation_repairs_equal_the_reference(
+    searches: tuple[LocalSearch, LocalSearch], seed: int
+) -> None:
     """A perturbation round's repair: a share of the migrations sent home, then the descent with plans seen."""
     fast, reference = searches
     fast.descend(np.inf, 40)
@@ -157,7 +159,9 @@ def test_perturbation_repairs_equal_the_reference(searches: tuple[LocalSearch, L
 
 
 def test_warm_up_compiles_each_kernel_once() -> None:
-    assert all(WARM[name] == 1 for name in ("scan_moves", "scan_swaps", "scan_fill", "scan_legs", "move_unit"))
+    assert all(
+        WARM[name] == 1 for name in ("scan_moves", "scan_swaps", "scan_fill", "scan_legs", "move_unit")
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -190,7 +194,9 @@ def test_efficiency_ranking_equals_the_lexsort(gain: list[float], seed: int) -> 
     rng = np.random.default_rng(seed)
     gains = np.array(gain)
     delta_c = rng.choice([-2.0, 0.0, 0.0, 1.0, 2.0, 4.0], size=len(gains))
-    index = np.sort(rng.choice(len(gains), size=rng.integers(0, len(gains) + 1), replace=False)).astype(np.int64)
+    index = np.sort(rng.choice(len(gains), size=rng.integers(0, len(gains) + 1), replace=False)).astype(
+        np.int64
+    )
     cost = delta_c[index]
     efficiency = np.where(cost > 0, gains[index] / np.where(cost > 0, cost, 1.0), np.inf)
     expected = index[np.lexsort((-gains[index], -efficiency))][: local_search.RESOURCE_TRIES]

@@ -22,6 +22,9 @@ runs its numpy code, so no compile ever lands inside a request's time limit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -29,7 +32,9 @@ CAP_SLACK = 1e-12  # a node that gains may end at cap * (1 + CAP_SLACK); a gain 
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _budget_of(counted: bool, home: int, state: float, source: int, dest: int, costed: bool) -> tuple[int, float]:
+def _budget_of(
+    counted: bool, home: int, state: float, source: int, dest: int, costed: bool
+) -> tuple[int, float]:
     """The count and cost change of a move from `source` to `dest` of a unit with these (scalar) properties:
     scalars only, so a call costs no reference counting of arrays."""
     before = 1 if counted and source != home else 0
@@ -42,7 +47,13 @@ def _budget_of(counted: bool, home: int, state: float, source: int, dest: int, c
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _fits(
-    delta_n: int, delta_c: float, costed: bool, used_moves: int, max_moves: int, used_cost: float, cost_limit: float
+    delta_n: int,
+    delta_c: float,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
 ) -> bool:
     """LocalSearch.within_budget of one step."""
     if not costed:
@@ -99,8 +110,12 @@ def scan_moves(
         unit, dest = units[i], dests[i]
         source = assignment[unit]
         points = share[unit]
-        w_src, ok_src = _role(util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit)
-        w_dst, ok_dst = _role(util[dest], staying[dest], points / capacity[dest], all_staying, mean, cap_limit)
+        w_src, ok_src = _role(
+            util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit
+        )
+        w_dst, ok_dst = _role(
+            util[dest], staying[dest], points / capacity[dest], all_staying, mean, cap_limit
+        )
         w = max(w_src, w_dst)
         worst[i] = w
         if ok_src and ok_dst and w < limit and source != dest:
@@ -317,8 +332,12 @@ def scan_refunds(
         unit = migrated[i]
         source, home = assignment[unit], original[unit]
         points = share[unit]
-        w_src, ok_src = _role(util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit)
-        w_dst, ok_dst = _role(util[home], staying[home], points / capacity[home], all_staying, mean, cap_limit)
+        w_src, ok_src = _role(
+            util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit
+        )
+        w_dst, ok_dst = _role(
+            util[home], staying[home], points / capacity[home], all_staying, mean, cap_limit
+        )
         w = max(w_src, w_dst)
         alone[i] = w
         if touched[source] or touched[home]:
@@ -523,17 +542,17 @@ def scan_swaps(
     # orders them: a counting sort by the worst node's unit (the partners come in ascending order already)
     per_mine = np.zeros(len(mine) + 1, np.int64)
     for j in range(n_theirs):
-        for position in range(firsts[j], firsts[j] + windows[j]):
-            per_mine[by_size[position] + 1] += 1
+        for at in range(firsts[j], firsts[j] + windows[j]):
+            per_mine[by_size[at] + 1] += 1
     for i in range(len(mine)):
         per_mine[i + 1] += per_mine[i]
     partner_of = np.empty(total, np.int64)
     filled = per_mine[:-1].copy()
     for j in range(n_theirs):
-        for position in range(firsts[j], firsts[j] + windows[j]):
-            i = by_size[position]
-            partner_of[filled[i]] = j
-            filled[i] += 1
+        for at in range(firsts[j], firsts[j] + windows[j]):
+            slot = by_size[at]
+            partner_of[filled[slot]] = j
+            filled[slot] += 1
     worst = np.empty(total)
     mine_units = np.empty(total, np.int64)
     their_units = np.empty(total, np.int64)
@@ -589,7 +608,7 @@ def scan_fill(
     max_moves: int,
     used_cost: float,
     cost_limit: float,
-) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One step of LocalSearch.fill_band up to the selection: its candidate moves (`landing`: a unit that lands
     its over node inside the band to each of `dests`, then per under node the units of a landing size; else the
     units of the most utilized node to each of `dests` and every unit of a node above the mean to the least
@@ -824,17 +843,21 @@ def compile_all() -> None:
     b = np.array([True, False])
     evaluation = (f, f, f, b, True, 1.0, 2.0)
     budget = (b, i, f, False, 0, 1, 0.0, 1.0)
-    worst_node(f, i, 1.0)
-    units_on(0, i, b)
-    move_unit(0, 0, i.copy(), f.copy(), f, f, b, i)
-    least_first(f, i)
-    band_state(f, 1.0, b, True, 1.0)
-    scan_moves(i, i, i, *evaluation, 1.0, *budget)
-    scan_near_moves(0, True, i, i, b, i, *evaluation, 1.0, *budget)
-    scan_near_moves(0, False, i, i, b, i, *evaluation, 1.0, *budget)
-    scan_refunds(i, i, i, i, i, *evaluation, 1.0)
-    scan_compound(i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)
-    scan_swaps(0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)
-    scan_legs(2, i, i, i, i, *evaluation, 1.0, *budget)
-    rank_by_efficiency(i, f, f, 16)
-    scan_fill(True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)
+    calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+        (worst_node, (f, i, 1.0)),
+        (units_on, (0, i, b)),
+        (move_unit, (0, 0, i.copy(), f.copy(), f, f, b, i)),
+        (least_first, (f, i)),
+        (band_state, (f, 1.0, b, True, 1.0)),
+        (scan_moves, (i, i, i, *evaluation, 1.0, *budget)),
+        (scan_near_moves, (0, True, i, i, b, i, *evaluation, 1.0, *budget)),
+        (scan_near_moves, (0, False, i, i, b, i, *evaluation, 1.0, *budget)),
+        (scan_refunds, (i, i, i, i, i, *evaluation, 1.0)),
+        (scan_compound, (i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)),
+        (scan_swaps, (0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)),
+        (scan_legs, (2, i, i, i, i, *evaluation, 1.0, *budget)),
+        (rank_by_efficiency, (i, f, f, 16)),
+        (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
+    ]
+    for kernel, args in calls:
+        kernel(*args)

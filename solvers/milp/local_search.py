@@ -41,7 +41,9 @@ TWIN_MIGRATIONS = 64  # migrations tried for a cheaper twin per step at most
 FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair: the least utilized
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
-UNITS_SCANNED = 65_536  # units_on by a scan of the assignment up to this many units (the kernels: ~1 ns a unit)
+UNITS_SCANNED = (
+    65_536  # units_on by a scan of the assignment up to this many units (the kernels: ~1 ns a unit)
+)
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
 
 
@@ -189,13 +191,35 @@ class LocalSearch:
         # (not under resource caps: the steps' candidates are then checked against them one by one)
         usable = _kernels is not None and not self.resources.has_resources
         self.kernels = _kernels if usable and self._kernel_arrays() else None
-        self._evaluation: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float] | None = None
+        self._evaluation: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float] | None = (
+            None
+        )
 
     def _kernel_arrays(self) -> bool:
         """Make the per-plan arrays the kernels read C-contiguous (the same values); False when a dtype is not the
         one they are compiled for (then the numpy code runs)."""
-        arrays = ("assignment", "original", "share", "capacity", "util", "staying", "movable", "counts", "state")
-        dtypes = (np.int64, np.int64, np.float64, np.float64, np.float64, np.bool_, np.bool_, np.bool_, np.float64)
+        arrays = (
+            "assignment",
+            "original",
+            "share",
+            "capacity",
+            "util",
+            "staying",
+            "movable",
+            "counts",
+            "state",
+        )
+        dtypes = (
+            np.int64,
+            np.int64,
+            np.float64,
+            np.float64,
+            np.float64,
+            np.bool_,
+            np.bool_,
+            np.bool_,
+            np.float64,
+        )
         for name, dtype in zip(arrays, dtypes, strict=True):
             value = getattr(self, name)
             if value.dtype != dtype or value.ndim != 1:
@@ -211,7 +235,9 @@ class LocalSearch:
             self._evaluation = self._make_evaluation_args()
         return self._evaluation
 
-    def _make_evaluation_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]:
+    def _make_evaluation_args(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]:
         return (
             self.share,
             self.capacity,
@@ -349,7 +375,9 @@ class LocalSearch:
             self.original,
         )
         for unit, dest in steps:
-            source, before, after = kernels.move_unit(unit, dest, assignment, util, share, capacity, counts, original)
+            source, before, after = kernels.move_unit(
+                unit, dest, assignment, util, share, capacity, counts, original
+            )
             self.used_moves += int(after) - int(before)
             if self.costed:
                 state = float(self.state[unit])
@@ -594,7 +622,15 @@ class LocalSearch:
         if len(self.active_nodes) <= NEAR_NODES:
             mine = self._mine(node) if over else self.assignment[:0]
             units, dests, worst, improving, fits, improving_c = kernels.scan_near_moves(
-                node, over, mine, self.active_nodes, self.movable, self.assignment, *evaluation, limit, *budget
+                node,
+                over,
+                mine,
+                self.active_nodes,
+                self.movable,
+                self.assignment,
+                *evaluation,
+                limit,
+                *budget,
             )
         else:
             units, dests = self._moves(node, over)
@@ -831,7 +867,11 @@ class LocalSearch:
             return [
                 (w, [(a, b), (c, node)])
                 for w, a, b, c in zip(
-                    worst[best].tolist(), mine[best].tolist(), other.tolist(), theirs[best].tolist(), strict=True
+                    worst[best].tolist(),
+                    mine[best].tolist(),
+                    other.tolist(),
+                    theirs[best].tolist(),
+                    strict=True,
                 )
             ]
         mine, theirs = self._swaps(node, over)
@@ -1171,7 +1211,9 @@ class LocalSearch:
                 moved = self._fill_compiled(True, dests, under, r, out, band, rng, sizes, by_size)
                 if moved is None:
                     return
-                if not moved and not self._fill_compiled(False, dests, under, r, out, band, rng, sizes, by_size):
+                if not moved and not self._fill_compiled(
+                    False, dests, under, r, out, band, rng, sizes, by_size
+                ):
                     return
                 continue
             # without draining nodes every node stays: the masks by `staying` are no-ops (skipped: numpy calls)
