@@ -417,14 +417,20 @@ def scan_compound(
     return worst[:k], moved[:k], moved_to[:k], refunded[:k], good[:n_good]
 
 
+LINEAR_SEARCH = 64  # sorted arrays up to this long are searched by a count of the values below
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _search_left(values: np.ndarray, x: float) -> int:
     """np.searchsorted(values, x, side="left") on sorted values without NaN: how many are below x. Branch-free
     halving (the step is added times the comparison): a step's thousand searches on random targets were mostly
     mispredicted branches."""
     n = len(values)
-    if n == 0:
-        return 0
+    if n <= LINEAR_SEARCH:  # a count (vectorized, no dependent loads): the worst node's few units
+        below = 0
+        for i in range(n):
+            below += values[i] < x
+        return below
     base = 0
     while n > 1:  # invariant: the answer is in base .. base + n
         half = n // 2
@@ -438,8 +444,11 @@ def _search_right(values: np.ndarray, x: float) -> int:
     """np.searchsorted(values, x, side="right") on sorted values without NaN: how many are at most x (as
     _search_left)."""
     n = len(values)
-    if n == 0:
-        return 0
+    if n <= LINEAR_SEARCH:
+        at_most = 0
+        for i in range(n):
+            at_most += values[i] <= x
+        return at_most
     base = 0
     while n > 1:
         half = n // 2
@@ -522,18 +531,22 @@ def scan_swaps(
     sizes = sizes_mine[by_size]
     deviation = util_node - mean
     cap_node = capacity[node]
+    # per partner node, the interval of net load (lo, hi) that lands both nodes inside d, and its hair
+    lows, highs, hairs = np.empty(len(util)), np.empty(len(util)), np.empty(len(util))
+    for partner in partners:
+        partner_deviation = util[partner] - mean
+        lo = max(cap_node * (deviation - limit), capacity[partner] * (-limit - partner_deviation))
+        hi = min(cap_node * (deviation + limit), capacity[partner] * (limit - partner_deviation))
+        lows[partner], highs[partner] = lo, hi
+        hairs[partner] = 1e-7 * (1.0 + max(abs(lo), abs(hi)))
     firsts = np.empty(n_theirs, np.int64)
     windows = np.empty(n_theirs, np.int64)
     total = 0
     for j in range(n_theirs):
         partner = assignment[theirs[j]]
-        partner_deviation = util[partner] - mean
-        lo = max(cap_node * (deviation - limit), capacity[partner] * (-limit - partner_deviation))
-        hi = min(cap_node * (deviation + limit), capacity[partner] * (limit - partner_deviation))
-        hair = 1e-7 * (1.0 + max(abs(lo), abs(hi)))
         points = share[theirs[j]]
-        first = _search_left(sizes, points + lo - hair)
-        count = max(_search_right(sizes, points + hi + hair) - first, 0)
+        first = _search_left(sizes, points + lows[partner] - hairs[partner])
+        count = max(_search_right(sizes, points + highs[partner] + hairs[partner]) - first, 0)
         firsts[j], windows[j] = first, count
         total += count
     if total == 0:
