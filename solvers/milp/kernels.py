@@ -771,9 +771,8 @@ def scan_legs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """LocalSearch._best_legs up to the selection: candidate steps of `legs` moves each (leg l of candidate i:
     units[l * n + i] from sources[...] to dests[...]), evaluated as LocalSearch.evaluate does (roles that may
-    share a node: each role's total is every role's change on its node, added in role order, a change that is
-    not on it counted as change x 0.0, as numpy's product with the comparison is), priced per leg at the unit's
-    current node. Returns (worst, good: the steps that improve and fit the budget)."""
+    share a node: each role's total is the changes of the roles on its node, added in role order), priced per
+    leg at the unit's current node. Returns (worst, good: the steps that improve and fit the budget)."""
     n = len(units) // legs
     roles = 2 * legs
     node = np.empty(roles, np.int64)
@@ -791,9 +790,13 @@ def scan_legs(
         w = 0.0
         ok = True
         for m in range(roles):
+            # The role-order sum over the roles on this node: a role elsewhere adds own x 0.0, a zero, which
+            # leaves a sum unchanged but for the sign of a zero sum, and no result reads that sign (util is never
+            # -0.0, so util + total, the cap test and the deviation are the same numbers).
             total = 0.0
             for k in range(roles):
-                total += own[k] * (1.0 if node[k] == node[m] else 0.0)
+                if node[k] == node[m]:
+                    total += own[k]
             deviation, fits = _role(util[node[m]], staying[node[m]], total, all_staying, mean, cap_limit)
             w = max(w, deviation)
             ok = ok and fits

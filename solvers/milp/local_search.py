@@ -1092,7 +1092,7 @@ class LocalSearch:
             origin = int(self.original[unit])
             if origin < 0 or not self.staying[origin]:
                 continue
-            here = self.units_on(origin)
+            here = self._mine(origin) if self.kernels is not None else self.units_on(origin)
             here = here[(state[here] < state[unit]) & (here != unit) & self.counts[here]]
             here = here[self.assignment[here] == self.original[here]]  # not migrated: it leaves home
             if len(here):
