@@ -19,6 +19,7 @@ The descent stops when no step helps, at `max_steps`, or at the deadline.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 
@@ -52,18 +53,28 @@ CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain th
 _kernels: ModuleType | None = None
 
 
-def warm_up() -> None:
+def warm_up() -> bool:
     """Compile the descent's kernels (or load them from numba's on-disk cache) in this process, so that every
-    later search uses them. A solver worker calls it once at its start: a compile takes seconds on an empty cache
-    (about a tenth of a second from the cache) and must never land inside a request's time limit, which is why the
-    search itself never triggers it. Idempotent."""
+    later search in it, and in processes forked from it, uses them; True when they are ready. Call it once where
+    no request's clock runs (the service process before it forks its solver workers): a compile takes ~11 s on an
+    empty cache and ~0.4 s from the cache (measured on this 2-core machine), which is why a search never
+    triggers it. Idempotent. When numba is missing or cannot compile or cache here (e.g. no writable cache
+    directory: set NUMBA_CACHE_DIR), it warns and returns False, and searches run the numpy code (the same
+    decisions, slower)."""
     global _kernels
     if _kernels is not None:
-        return
-    from solvers.milp import kernels
+        return True
+    try:
+        from solvers.milp import kernels
 
-    kernels.compile_all()
+        kernels.compile_all()
+    except (
+        Exception
+    ) as error:  # any failure of the optional speed-up leaves the numpy code, which is complete
+        warnings.warn(f"the MILP descent runs without its compiled kernels: {error!r}", stacklevel=2)
+        return False
     _kernels = kernels
+    return True
 
 
 def kernels_ready() -> bool:
