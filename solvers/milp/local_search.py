@@ -195,7 +195,8 @@ class LocalSearch:
         self.resources = BudgetTracker(inst)  # only its resource room is used; the budget is tracked here
         self.resources.track(self.assignment)
         self._plan_hash: int | None = None  # kept up to date once asked for (plan_hash): only the rounds ask
-        self._index()
+        self._indexed = False  # the index of units by node is built when units_on is first asked (not every
+        # search asks: a perturbation's repair under the kernels never does)
         self.cap_limit = self.cap * (1 + 1e-12)  # the cap with its slack, as every cap test computes it
         self.cost_limit = self.max_cost * (1 + 1e-12)
         # The compiled kernels take exactly these dtypes (C-contiguous: anything else would compile anew)
@@ -274,6 +275,7 @@ class LocalSearch:
 
     def _index(self) -> None:
         """Movable units by node (sorted once) plus the units that arrived since: `units_on` in O(units there)."""
+        self._indexed = True
         units = _indices(self.movable)
         self._by_node = units[self.assignment[units].argsort(kind="stable")]
         self._by_node_nodes = self.assignment[self._by_node]
@@ -282,6 +284,8 @@ class LocalSearch:
 
     def units_on(self, node: int) -> IntArray:
         """The movable units on `node` now."""
+        if not self._indexed:
+            self._index()
         nodes = self._by_node_nodes
         units = self._by_node[int(nodes.searchsorted(node)) : int(nodes.searchsorted(node + 1))]
         extra = self._arrived.get(node)
@@ -368,9 +372,10 @@ class LocalSearch:
                 self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
             else:  # only the resource room of the tracker is used here (its budget counters are not read)
                 self.assignment[unit] = dest
-            self._arrived.setdefault(dest, []).append(unit)
-            self._arrivals += 1
-        if self._arrivals > max(1024, len(self._by_node) // 4):
+            if self._indexed:
+                self._arrived.setdefault(dest, []).append(unit)
+                self._arrivals += 1
+        if self._indexed and self._arrivals > max(1024, len(self._by_node) // 4):
             self._index()
 
     def _apply_compiled(self, steps: list[tuple[int, int]]) -> None:
@@ -397,9 +402,10 @@ class LocalSearch:
                 n_nodes = self.inst.n_nodes
                 self._plan_hash += _placement_key(unit, dest, n_nodes) - _placement_key(unit, source, n_nodes)
                 self._plan_hash &= _MASK
-            self._arrived.setdefault(dest, []).append(unit)
-            self._arrivals += 1
-        if self._arrivals > max(1024, len(self._by_node) // 4):
+            if self._indexed:
+                self._arrived.setdefault(dest, []).append(unit)
+                self._arrivals += 1
+        if self._indexed and self._arrivals > max(1024, len(self._by_node) // 4):
             self._index()
 
     def apply_distinct(
@@ -418,11 +424,12 @@ class LocalSearch:
             left = _placement_keys(units, sources, self.inst.n_nodes)
             self._plan_hash = (self._plan_hash + arrived - left) & _MASK
         self.assignment[units] = dests
-        for unit, dest in zip(units.tolist(), dests.tolist(), strict=True):
-            self._arrived.setdefault(dest, []).append(unit)
-        self._arrivals += len(units)
-        if self._arrivals > max(1024, len(self._by_node) // 4):
-            self._index()
+        if self._indexed:
+            for unit, dest in zip(units.tolist(), dests.tolist(), strict=True):
+                self._arrived.setdefault(dest, []).append(unit)
+            self._arrivals += len(units)
+            if self._arrivals > max(1024, len(self._by_node) // 4):
+                self._index()
 
     # -- evaluation --------------------------------------------------------------------------------------------
     def evaluate(
