@@ -850,6 +850,83 @@ def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray,
     return index[chosen[:size]]
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def band_step(
+    util: np.ndarray,
+    mean: float,
+    fill_nodes: int,
+    band: float,
+    tolerance: float,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    cap_limit: float,
+    sizes: np.ndarray,
+    by_size: np.ndarray,
+    fill_units: int,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A whole fill_band step up to its draw, in one call: band_state, the node lists (when each has at most
+    `fill_nodes` nodes, kept whole and sorted stably; else status LONG_LISTS and the caller sorts them as numpy
+    does), scan_fill landing and, when no move lands a node, scan_fill taking excess off. Returns (status: INSIDE,
+    every node inside the band; LONG_LISTS; NO_MOVE, no giving unit or destination; CANDIDATES; whether they land,
+    and scan_fill's scores, cost changes, units and destinations)."""
+    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    r, out, n_out, below, under = band_state(util, mean, staying, all_staying, band)
+    if n_out == 0:
+        return INSIDE, True, empty_f, empty_f, empty_i, empty_i
+    if len(below) > fill_nodes or len(under) > fill_nodes:
+        return LONG_LISTS, True, empty_f, empty_f, empty_i, empty_i
+    dests, under = least_first(r, below), least_first(r, under)
+    for landing in (True, False):
+        going, score, delta_c, units, moved_to = scan_fill(
+            landing,
+            dests,
+            under,
+            r,
+            out,
+            band,
+            tolerance,
+            movable,
+            assignment,
+            staying,
+            all_staying,
+            share,
+            capacity,
+            util,
+            cap_limit,
+            sizes,
+            by_size,
+            fill_units,
+            counts,
+            original,
+            state,
+            costed,
+            used_moves,
+            max_moves,
+            used_cost,
+            cost_limit,
+        )
+        if not going:
+            return NO_MOVE, landing, empty_f, empty_f, empty_i, empty_i
+        if len(score) or not landing:
+            return CANDIDATES, landing, score, delta_c, units, moved_to
+    return CANDIDATES, False, empty_f, empty_f, empty_i, empty_i  # not reached: the loop returns
+
+
+INSIDE, LONG_LISTS, NO_MOVE, CANDIDATES = 0, 1, 2, 3  # band_step's statuses
+
+
 def compile_all() -> None:
     """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
     a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
@@ -874,6 +951,7 @@ def compile_all() -> None:
         (scan_legs, (2, i, i, i, i, *evaluation, 1.0, *budget)),
         (rank_by_efficiency, (i, f, f, 16)),
         (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
+        (band_step, (f, 1.0, 64, 1.0, 1e-9, b, i, b, True, f, f, 2.0, f, i, 64, *budget)),
     ]
     for kernel, args in calls:
         kernel(*args)

@@ -1220,6 +1220,30 @@ class LocalSearch:
             if time.perf_counter() > deadline:
                 return
             if self.kernels is not None:  # the same step through the kernels
+                status, landing, score, delta_c, units, dests = self.kernels.band_step(
+                    self.util,
+                    float(self.mean),
+                    FILL_NODES,
+                    float(band),
+                    TOLERANCE,
+                    self.movable,
+                    self.assignment,
+                    staying,
+                    all_staying,
+                    share,
+                    capacity,
+                    float(self.cap_limit),
+                    sizes,
+                    by_size,
+                    FILL_UNITS,
+                    *self._budget_args(),
+                )
+                if status != self.kernels.LONG_LISTS:
+                    if status != self.kernels.CANDIDATES or not self._fill_choose(
+                        landing, score, delta_c, units, dests, rng
+                    ):
+                        return
+                    continue
                 r, out, n_out, below, under = self.kernels.band_state(
                     self.util, float(self.mean), staying, all_staying, float(band)
                 )
@@ -1340,6 +1364,18 @@ class LocalSearch:
         )
         if not going:
             return None
+        return self._fill_choose(landing, score, delta_c, units, dests_, rng)
+
+    def _fill_choose(
+        self,
+        landing: bool,
+        score: FloatArray,
+        delta_c: FloatArray,
+        units: IntArray,
+        dests: IntArray,
+        rng: np.random.Generator,
+    ) -> bool:
+        """_fill_step's choice among the candidates scan_fill kept (False when there are none)."""
         if not len(score):
             return False
         top = _indices(score >= score.max() - (0.0 if landing else TOLERANCE))
@@ -1349,7 +1385,7 @@ class LocalSearch:
         # _fill_step's draw: a permutation of as many candidates (the same shuffle of an int64 array of that
         # length, whatever its values), of which the first is taken (no resource caps under the kernels)
         first = int(top[rng.permutation(len(top))[0]])
-        self.apply([(int(units[first]), int(dests_[first]))])
+        self.apply([(int(units[first]), int(dests[first]))])
         return True
 
     def _fill_step(
