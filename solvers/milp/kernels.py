@@ -300,6 +300,63 @@ def scan_near_moves(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def near_step(
+    active_nodes: np.ndarray,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    tolerance: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[int, float, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The start of LocalSearch.step with at most NEAR_NODES staying nodes, in one call: worst_node, then (when
+    d > tolerance) the worst node's units and scan_near_moves. Returns (node, d, over, and scan_near_moves'
+    arrays; empty when d <= tolerance)."""
+    node, d, over = worst_node(util, active_nodes, mean)
+    if d <= tolerance:
+        empty_f, empty_i, empty_b = np.empty(0), np.empty(0, np.int64), np.empty(0, np.bool_)
+        return node, d, over, empty_i, empty_i, empty_f, empty_i, empty_b, empty_f
+    mine = units_on(node, assignment, movable) if over else np.empty(0, np.int64)
+    units, dests, worst, improving, fits, delta_c = scan_near_moves(
+        node,
+        over,
+        mine,
+        active_nodes,
+        movable,
+        assignment,
+        share,
+        capacity,
+        util,
+        staying,
+        all_staying,
+        mean,
+        cap_limit,
+        d - tolerance,
+        counts,
+        original,
+        state,
+        costed,
+        used_moves,
+        max_moves,
+        used_cost,
+        cost_limit,
+    )
+    return node, d, over, units, dests, worst, improving, fits, delta_c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def scan_refunds(
     migrated: np.ndarray,
     units: np.ndarray,
@@ -946,6 +1003,7 @@ def compile_all() -> None:
         (scan_near_moves, (0, True, i, i, b, i, *evaluation, 1.0, *budget)),
         (scan_near_moves, (0, False, i, i, b, i, *evaluation, 1.0, *budget)),
         (scan_refunds, (i, i, i, i, i, *evaluation, 1.0)),
+        (near_step, (i, b, i, *evaluation, 1e-9, *budget)),
         (scan_compound, (i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)),
         (scan_swaps, (0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)),
         (scan_legs, (2, i, i, i, i, *evaluation, 1.0, *budget)),

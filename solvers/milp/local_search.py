@@ -633,10 +633,18 @@ class LocalSearch:
         so only it is built: the candidate of least worst deviation among those the selection keeps."""
         kernels = self.kernels
         assert kernels is not None
+        evaluation, budget = self._evaluation_args(), self._budget_args()
+        if len(self.active_nodes) <= NEAR_NODES and len(self.assignment) <= UNITS_SCANNED:
+            node, d, over, units, dests, worst, improving, fits, improving_c = kernels.near_step(
+                self.active_nodes, self.movable, self.assignment, *evaluation, TOLERANCE, *budget
+            )
+            if d <= TOLERANCE:
+                return False
+            return self._take_step(node, d, over, units, dests, worst, improving, fits, improving_c)
         node, d, over = kernels.worst_node(self.util, self.active_nodes, float(self.mean))
         if d <= TOLERANCE:
             return False
-        evaluation, budget, limit = self._evaluation_args(), self._budget_args(), d - TOLERANCE
+        limit = d - TOLERANCE
         if len(self.active_nodes) <= NEAR_NODES:
             mine = self._mine(node) if over else self.assignment[:0]
             units, dests, worst, improving, fits, improving_c = kernels.scan_near_moves(
@@ -655,6 +663,24 @@ class LocalSearch:
             worst, improving, fits, improving_c = kernels.scan_moves(
                 units, dests, self.assignment, *evaluation, limit, *budget
             )
+        return self._take_step(node, d, over, units, dests, worst, improving, fits, improving_c)
+
+    def _take_step(
+        self,
+        node: int,
+        d: float,
+        over: bool,
+        units: IntArray,
+        dests: IntArray,
+        worst: FloatArray,
+        improving: IntArray,
+        fits: BoolArray,
+        improving_c: FloatArray,
+    ) -> bool:
+        """The rest of _step_compiled once the single moves are scanned: the best allowed move, else the other
+        kinds of step in `step`'s order."""
+        kernels = self.kernels
+        assert kernels is not None
         allowed = improving[fits]
         if len(allowed):
             if self.costed:
