@@ -7,6 +7,8 @@ and no call after warm_up() compiles anything (a compile inside a request would 
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -119,6 +121,22 @@ def test_descent_steps_equal_the_reference(searches: tuple[LocalSearch, LocalSea
         _same(fast, reference)
         if not took:
             break
+
+
+@SETTINGS
+@given(searches=pairs(), elements=st.integers(1, 60))
+def test_descent_steps_equal_the_reference_with_few_swap_partners(
+    searches: tuple[LocalSearch, LocalSearch], elements: int
+) -> None:
+    """SWAP_ELEMENTS cut to a few pairs, so the partners are cut to the most opposite nodes' units (at scale)."""
+    fast, reference = searches
+    with patch.object(local_search, "SWAP_ELEMENTS", elements):
+        for _ in range(60):
+            took = fast.step()
+            assert took == reference.step()
+            _same(fast, reference)
+            if not took:
+                break
 
 
 @SETTINGS

@@ -574,10 +574,19 @@ def scan_swaps(
     theirs = theirs_all[:n_theirs]
     most = max(1, swap_elements // len(mine))
     if n_theirs > most:
-        rank = np.empty(n_theirs, np.int64)
-        for i in range(n_theirs):
-            rank[i] = position[assignment[theirs[i]]]
-        theirs = theirs[np.argsort(rank, kind="mergesort")[:most]]
+        # the first `most` by their node's rank, stably (np.argsort(kind="stable") of the ranks): a counting sort
+        # by rank, the units in ascending order within each (numba's mergesort of 100,000 ranks took ~10 ms)
+        starts = np.zeros(n_side + 1, np.int64)
+        for unit in theirs:
+            starts[position[assignment[unit]] + 1] += 1
+        for rank in range(n_side):
+            starts[rank + 1] += starts[rank]
+        ordered = np.empty(n_theirs, np.int64)
+        for unit in theirs:
+            rank = position[assignment[unit]]
+            ordered[starts[rank]] = unit
+            starts[rank] += 1
+        theirs = ordered[:most]
     n_theirs = len(theirs)
     if n_theirs == 0:
         return empty_f, empty_i, empty_i, empty_i
