@@ -220,3 +220,11 @@ def test_efficiency_ranking_equals_the_lexsort(gain: list[float], seed: int) -> 
     expected = index[np.lexsort((-gains[index], -efficiency))][: local_search.RESOURCE_TRIES]
     ranked = compiled.rank_by_efficiency(index, gains, delta_c, local_search.RESOURCE_TRIES)
     assert np.array_equal(ranked, expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes=st.integers(1, 10_000), units=st.integers(0, 300), seed=st.integers(0, 1000))
+def test_plan_hash_equals_the_numpy_keys(nodes: int, units: int, seed: int) -> None:
+    assignment = np.random.default_rng(seed).integers(0, nodes, size=units).astype(np.int64)
+    expected = local_search._placement_keys(np.arange(units), assignment, nodes)
+    assert compiled.placement_keys(assignment, nodes) == expected

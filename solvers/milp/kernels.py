@@ -300,6 +300,52 @@ def scan_near_moves(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def sure_move(d: float, worst: np.ndarray, improving: np.ndarray, fits: np.ndarray, count: int) -> int:
+    """The single move LocalSearch.step takes without a cost budget, when it does not depend on the order in
+    which numpy's argpartition leaves ties: the step keeps the `count` smallest of -(d - worst) among the allowed
+    moves (`improving[fits]`) and takes the first of least worst among them. With at most `count` allowed, all are
+    kept in a stable order: the first allowed of least worst. With more, that move is still the one taken when it
+    is the only one of least worst and at most `count` share its key (the least key: the key does not fall as the
+    worst grows), so all of them are kept. Returns its index, or -1 when not sure (or none is allowed)."""
+    allowed = 0
+    least = np.inf
+    first = -1
+    for i in range(len(improving)):
+        if fits[i]:
+            allowed += 1
+            if worst[improving[i]] < least:
+                least, first = worst[improving[i]], improving[i]
+    if allowed <= count:
+        return first
+    key = -(d - least)
+    at_least = with_key = 0
+    for i in range(len(improving)):
+        if fits[i]:
+            w = worst[improving[i]]
+            at_least += w == least
+            with_key += -(d - w) == key
+    return first if at_least == 1 and with_key <= count else -1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def placement_keys(assignment: np.ndarray, n_nodes: int) -> np.uint64:
+    """local_search._placement_keys of every unit on its node (uint64 arithmetic wrapping as numpy's does)."""
+    total = np.uint64(0)
+    width = np.uint64(n_nodes + 1)
+    for unit in range(len(assignment)):
+        x = np.uint64(unit) * width + np.uint64(assignment[unit] + 1)
+        x = x * MIX_FIRST
+        x ^= x >> np.uint64(29)
+        x = x * MIX_SECOND
+        x ^= x >> np.uint64(32)
+        total += x
+    return total
+
+
+MIX_FIRST, MIX_SECOND = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9)  # local_search._MIX
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def near_step(
     active_nodes: np.ndarray,
     movable: np.ndarray,
@@ -1013,6 +1059,8 @@ def compile_all() -> None:
         (scan_near_moves, (0, False, i, i, b, i, *evaluation, 1.0, *budget)),
         (scan_refunds, (i, i, i, i, i, *evaluation, 1.0)),
         (near_step, (i, b, i, *evaluation, 1e-9, *budget)),
+        (sure_move, (1.0, f, i, b, 16)),
+        (placement_keys, (i, 2)),
         (scan_compound, (i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)),
         (scan_swaps, (0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)),
         (scan_legs, (2, i, i, i, i, *evaluation, 1.0, *budget)),

@@ -344,6 +344,8 @@ class LocalSearch:
 
     def plan_hash(self) -> int:
         """A 64-bit hash of the assignment (see _placement_keys), computed once, then kept up to date move by move."""
+        if self._plan_hash is None and self.kernels is not None:
+            self._plan_hash = int(self.kernels.placement_keys(self.assignment, self.inst.n_nodes))
         if self._plan_hash is None:
             units = np.arange(len(self.assignment))
             self._plan_hash = _placement_keys(units, self.assignment, self.inst.n_nodes)
@@ -681,6 +683,10 @@ class LocalSearch:
         kinds of step in `step`'s order."""
         kernels = self.kernels
         assert kernels is not None
+        choice = -1 if self.costed else kernels.sure_move(d, worst, improving, fits, RESOURCE_TRIES)
+        if choice >= 0:
+            self.apply([(int(units[choice]), int(dests[choice]))])
+            return True
         allowed = improving[fits]
         if len(allowed):
             if self.costed:
