@@ -42,11 +42,13 @@ TWIN_MIGRATIONS = 64  # migrations tried for a cheaper twin per step at most
 FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair: the least utilized
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
-UNITS_SCANNED = (
-    65_536  # units_on by a scan of the assignment up to this many units (the kernels: ~1 ns a unit)
-)
+# units_on by the kernels' scan of the assignment (~1 ns a unit) up to this many units, the index beyond
+UNITS_SCANNED = 65_536
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
 
+
+# The kernels' arguments for a node's change: share, capacity, utilizations, staying, all staying, mean, cap limit
+EvaluationArgs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]
 
 # The compiled evaluation kernels (solvers/milp/kernels.py), once warm_up() has compiled or loaded them in this
 # process; until then (and in the reference tests) the search runs the numpy code they replace, same decisions.
@@ -56,8 +58,8 @@ _kernels: ModuleType | None = None
 def warm_up() -> bool:
     """Compile the descent's kernels (or load them from numba's on-disk cache) in this process, so that every
     later search in it, and in processes forked from it, uses them; True when they are ready. Call it once where
-    no request's clock runs (the service process before it forks its solver workers): a compile takes ~11 s on an
-    empty cache and ~0.4 s from the cache (measured on this 2-core machine), which is why a search never
+    no request's clock runs (the service process before it forks its solver workers): a compile takes 11-16 s on an
+    empty cache and 0.4-0.8 s from the cache (measured on this 2-core machine), which is why a search never
     triggers it. Idempotent. When numba is missing or cannot compile or cache here (e.g. no writable cache
     directory: set NUMBA_CACHE_DIR), it warns and returns False, and searches run the numpy code (the same
     decisions, slower)."""
@@ -68,9 +70,8 @@ def warm_up() -> bool:
         from solvers.milp import kernels
 
         kernels.compile_all()
-    except (
-        Exception
-    ) as error:  # any failure of the optional speed-up leaves the numpy code, which is complete
+    # any failure of the optional speed-up leaves the numpy code, which is complete
+    except Exception as error:
         warnings.warn(f"the MILP descent runs without its compiled kernels: {error!r}", stacklevel=2)
         return False
     _kernels = kernels
@@ -203,9 +204,7 @@ class LocalSearch:
         # (not under resource caps: the steps' candidates are then checked against them one by one)
         usable = _kernels is not None and not self.resources.has_resources
         self.kernels = _kernels if usable and self._kernel_arrays() else None
-        self._evaluation: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float] | None = (
-            None
-        )
+        self._evaluation: EvaluationArgs | None = None
 
     def _kernel_arrays(self) -> bool:
         """Make the per-plan arrays the kernels read C-contiguous (the same values); False when a dtype is not the
@@ -240,16 +239,14 @@ class LocalSearch:
         self.active_nodes = np.ascontiguousarray(self.active_nodes, dtype=np.int64)
         return True
 
-    def _evaluation_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]:
+    def _evaluation_args(self) -> EvaluationArgs:
         """The arguments of the kernels' evaluation of a node's change, in their order (fixed objects: the
         utilizations change in place)."""
         if self._evaluation is None:
             self._evaluation = self._make_evaluation_args()
         return self._evaluation
 
-    def _make_evaluation_args(
-        self,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]:
+    def _make_evaluation_args(self) -> EvaluationArgs:
         return (
             self.share,
             self.capacity,
