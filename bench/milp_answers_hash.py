@@ -30,7 +30,7 @@ from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import solve as solve_module
 from solvers.milp.bounds import lower_bound
-from solvers.milp.local_search import LocalSearch
+from solvers.milp.local_search import LocalSearch, warm_up
 
 
 def random_snapshot(seed: int, large: bool = False) -> AssignmentInstance:
@@ -165,7 +165,12 @@ def main() -> None:
     parser.add_argument("--throughput", type=int, default=64)
     parser.add_argument("--verbose", action="store_true", help="one hash per snapshot")
     parser.add_argument("--large", action="store_true", help="60-200 nodes x 1,000-6,000 units instead")
+    parser.add_argument(
+        "--numpy", action="store_true", help="without the compiled kernels (the numpy code they replace)"
+    )
     args = parser.parse_args()
+    if not args.numpy:
+        warm_up()
     digest = hashlib.sha256()
     for seed in range(args.snapshots):
         one = json.dumps(snapshot_answer(random_snapshot(seed, args.large))).encode()

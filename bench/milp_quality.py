@@ -12,7 +12,7 @@ import numpy as np
 
 from bench.milp_instances import madsen_cluster
 from solvers.baselines import flux
-from solvers.milp import solve_milp
+from solvers.milp import solve_milp, warm_up
 from solvers.milp.bounds import load_distance_lower_bound
 from solvers.milp.local_search import polish
 
@@ -27,6 +27,7 @@ def main() -> None:
     parser.add_argument("--varies", type=float, default=0.4)
     parser.add_argument("--backends", default="cp-sat,highs")
     args = parser.parse_args()
+    warm_up()  # as a solver worker does at its start: no compile inside a call's time limit
     backends = args.backends.split(",")
     header = f"{'nodes/kg':>9} {'K':>3} {'before':>7} {'bound':>7} {'flux':>7} {'descent':>8}"
     for b in backends:

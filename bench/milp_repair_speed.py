@@ -25,7 +25,7 @@ import numpy as np
 from bench.milp_skew import family
 from solvers.baselines import flux
 from solvers.instance import AssignmentInstance
-from solvers.milp.local_search import LocalSearch
+from solvers.milp.local_search import LocalSearch, warm_up
 from solvers.milp.solve import (
     DESCENT_STEPS,
     FILL_BAND,
@@ -100,7 +100,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile one trail, top 25 by own time")
     parser.add_argument("--random", type=int, default=0, help="instead: hash of trails on N random snapshots")
     parser.add_argument("--large", action="store_true", help="with --random: the large random snapshots")
+    parser.add_argument(
+        "--numpy", action="store_true", help="without the compiled kernels (the numpy code they replace)"
+    )
     args = parser.parse_args()
+    if not args.numpy:
+        warm_up()
     if args.random:
         print(
             f"repair trails on {args.random} random snapshots: {random_repairs_hash(args.random, args.large)}"

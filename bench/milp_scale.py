@@ -27,7 +27,7 @@ from bench.milp_instances import madsen_cluster, to_request
 from bench.milp_skew import family, flux_plus_descent
 from clients.demo import free_port, uvicorn_server
 from solvers.baselines import flux
-from solvers.milp import solve_milp
+from solvers.milp import solve_milp, warm_up
 from solvers.plan_check import check_plan
 
 
@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--deadlines", action="store_true")
     parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
+    warm_up()  # as the service's solver workers do at their start (the HTTP run's server is this tree's service)
     if args.deadlines:
         deadline_table()
         return

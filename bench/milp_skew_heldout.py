@@ -46,6 +46,11 @@ import json, sys, time
 import numpy as np
 from bench.milp_skew import flight_key_counts, key_group_loads, skew_cluster, zipf_key_loads
 from solvers.milp import solve_milp
+try:  # as a solver worker does at its start (a tree without compiled kernels has no warm_up)
+    from solvers.milp import warm_up
+    warm_up()
+except ImportError:
+    pass
 spec, seeds, limit = json.loads(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 groups = spec.get("groups", 1024)
 if spec["keys"] == "year":

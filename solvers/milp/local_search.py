@@ -19,7 +19,9 @@ The descent stops when no step helps, at `max_steps`, or at the deadline.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 
@@ -40,7 +42,45 @@ TWIN_MIGRATIONS = 64  # migrations tried for a cheaper twin per step at most
 FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair: the least utilized
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
+# units_on by the kernels' scan of the assignment (~1 ns a unit) up to this many units, the index beyond
+UNITS_SCANNED = 65_536
 CHAIN_SECOND_LINKS = 64  # migrated units tried as the second link of a chain that fills a node (at most)
+
+
+# The kernels' arguments for a node's change: share, capacity, utilizations, staying, all staying, mean, cap limit
+EvaluationArgs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, float, float]
+
+# The compiled evaluation kernels (solvers/milp/kernels.py), once warm_up() has compiled or loaded them in this
+# process; until then (and in the reference tests) the search runs the numpy code they replace, same decisions.
+_kernels: ModuleType | None = None
+
+
+def warm_up() -> bool:
+    """Compile the descent's kernels (or load them from numba's on-disk cache) in this process, so that every
+    later search in it, and in processes forked from it, uses them; True when they are ready. Call it once where
+    no request's clock runs (the service process before it forks its solver workers): a compile takes 11-16 s on an
+    empty cache and 0.4-0.8 s from the cache (measured on this 2-core machine), which is why a search never
+    triggers it. Idempotent. When numba is missing or cannot compile or cache here (e.g. no writable cache
+    directory: set NUMBA_CACHE_DIR), it warns and returns False, and searches run the numpy code (the same
+    decisions, slower)."""
+    global _kernels
+    if _kernels is not None:
+        return True
+    try:
+        from solvers.milp import kernels
+
+        kernels.compile_all()
+    # any failure of the optional speed-up leaves the numpy code, which is complete
+    except Exception as error:
+        warnings.warn(f"the MILP descent runs without its compiled kernels: {error!r}", stacklevel=2)
+        return False
+    _kernels = kernels
+    return True
+
+
+def kernels_ready() -> bool:
+    """Whether warm_up() has run in this process (searches then use the compiled kernels)."""
+    return _kernels is not None
 
 
 # The plan's hash (the descents' memory of plans): the sum, mod 2^64, of a mixed 64-bit key per (unit, node), so a
@@ -107,6 +147,15 @@ def _lower_quartile(values: FloatArray) -> float:
     return a + step * weight if weight < 0.5 else b - step * (1 - weight)
 
 
+def _least(values: FloatArray, count: int) -> IntArray:
+    """The positions of the `count` smallest of `values`, in order: _smallest(index, value, count) is
+    index[_least(value[index], count)], the same calls on the same array."""
+    if len(values) > count:
+        positions = values.argpartition(count - 1)[:count]
+        return positions[values[positions].argsort(kind="stable")]
+    return values.argsort(kind="stable")
+
+
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
     """The `count` entries of `index` with the smallest `value`, in order (argpartition first: index may be long)."""
     if len(index) > count:
@@ -147,10 +196,83 @@ class LocalSearch:
         self.resources = BudgetTracker(inst)  # only its resource room is used; the budget is tracked here
         self.resources.track(self.assignment)
         self._plan_hash: int | None = None  # kept up to date once asked for (plan_hash): only the rounds ask
-        self._index()
+        self._indexed = False  # the index of units by node is built when units_on is first asked (not every
+        # search asks: a perturbation's repair under the kernels never does)
+        self.cap_limit = self.cap * (1 + 1e-12)  # the cap with its slack, as every cap test computes it
+        self.cost_limit = self.max_cost * (1 + 1e-12)
+        # The compiled kernels take exactly these dtypes (C-contiguous: anything else would compile anew)
+        # (not under resource caps: the steps' candidates are then checked against them one by one)
+        usable = _kernels is not None and not self.resources.has_resources
+        self.kernels = _kernels if usable and self._kernel_arrays() else None
+        self._evaluation: EvaluationArgs | None = None
+
+    def _kernel_arrays(self) -> bool:
+        """Make the per-plan arrays the kernels read C-contiguous (the same values); False when a dtype is not the
+        one they are compiled for (then the numpy code runs)."""
+        arrays = (
+            "assignment",
+            "original",
+            "share",
+            "capacity",
+            "util",
+            "staying",
+            "movable",
+            "counts",
+            "state",
+        )
+        dtypes = (
+            np.int64,
+            np.int64,
+            np.float64,
+            np.float64,
+            np.float64,
+            np.bool_,
+            np.bool_,
+            np.bool_,
+            np.float64,
+        )
+        for name, dtype in zip(arrays, dtypes, strict=True):
+            value = getattr(self, name)
+            if value.dtype != dtype or value.ndim != 1:
+                return False
+            setattr(self, name, np.ascontiguousarray(value))
+        self.active_nodes = np.ascontiguousarray(self.active_nodes, dtype=np.int64)
+        return True
+
+    def _evaluation_args(self) -> EvaluationArgs:
+        """The arguments of the kernels' evaluation of a node's change, in their order (fixed objects: the
+        utilizations change in place)."""
+        if self._evaluation is None:
+            self._evaluation = self._make_evaluation_args()
+        return self._evaluation
+
+    def _make_evaluation_args(self) -> EvaluationArgs:
+        return (
+            self.share,
+            self.capacity,
+            self.util,
+            self.staying,
+            self.all_staying,
+            float(self.mean),
+            float(self.cap_limit),
+        )
+
+    def _budget_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, int, int, float, float]:
+        """The arguments of the kernels' budget test, in their order."""
+        return (
+            self.counts,
+            self.original,
+            self.state,
+            self.costed,
+            self.used_moves,
+            int(self.max_moves),
+            float(self.used_cost),
+            float(self.cost_limit),
+        )
 
     def _index(self) -> None:
         """Movable units by node (sorted once) plus the units that arrived since: `units_on` in O(units there)."""
+        self._indexed = True
         units = _indices(self.movable)
         self._by_node = units[self.assignment[units].argsort(kind="stable")]
         self._by_node_nodes = self.assignment[self._by_node]
@@ -159,6 +281,8 @@ class LocalSearch:
 
     def units_on(self, node: int) -> IntArray:
         """The movable units on `node` now."""
+        if not self._indexed:
+            self._index()
         nodes = self._by_node_nodes
         units = self._by_node[int(nodes.searchsorted(node)) : int(nodes.searchsorted(node + 1))]
         extra = self._arrived.get(node)
@@ -217,12 +341,17 @@ class LocalSearch:
 
     def plan_hash(self) -> int:
         """A 64-bit hash of the assignment (see _placement_keys), computed once, then kept up to date move by move."""
+        if self._plan_hash is None and self.kernels is not None:
+            self._plan_hash = int(self.kernels.placement_keys(self.assignment, self.inst.n_nodes))
         if self._plan_hash is None:
             units = np.arange(len(self.assignment))
             self._plan_hash = _placement_keys(units, self.assignment, self.inst.n_nodes)
         return self._plan_hash
 
     def apply(self, steps: list[tuple[int, int]]) -> None:
+        if self.kernels is not None:
+            self._apply_compiled(steps)
+            return
         for unit, dest in steps:
             # budget_delta of one move, on Python scalars (the same float operations, without the arrays)
             source, home = int(self.assignment[unit]), int(self.original[unit])
@@ -242,9 +371,40 @@ class LocalSearch:
                 self.resources.spend(unit, self.assignment, dest)  # moves the unit and its resource usage
             else:  # only the resource room of the tracker is used here (its budget counters are not read)
                 self.assignment[unit] = dest
-            self._arrived.setdefault(dest, []).append(unit)
-            self._arrivals += 1
-        if self._arrivals > max(1024, len(self._by_node) // 4):
+            if self._indexed:
+                self._arrived.setdefault(dest, []).append(unit)
+                self._arrivals += 1
+        if self._indexed and self._arrivals > max(1024, len(self._by_node) // 4):
+            self._index()
+
+    def _apply_compiled(self, steps: list[tuple[int, int]]) -> None:
+        """`apply` with the arrays updated by the kernels (no resource caps under them): the same numbers."""
+        kernels = self.kernels
+        assert kernels is not None
+        assignment, util, share, capacity, counts, original = (
+            self.assignment,
+            self.util,
+            self.share,
+            self.capacity,
+            self.counts,
+            self.original,
+        )
+        for unit, dest in steps:
+            source, before, after = kernels.move_unit(
+                unit, dest, assignment, util, share, capacity, counts, original
+            )
+            self.used_moves += int(after) - int(before)
+            if self.costed:
+                state = float(self.state[unit])
+                self.used_cost += (state if after else 0.0) - (state if before else 0.0)
+            if self._plan_hash is not None:
+                n_nodes = self.inst.n_nodes
+                self._plan_hash += _placement_key(unit, dest, n_nodes) - _placement_key(unit, source, n_nodes)
+                self._plan_hash &= _MASK
+            if self._indexed:
+                self._arrived.setdefault(dest, []).append(unit)
+                self._arrivals += 1
+        if self._indexed and self._arrivals > max(1024, len(self._by_node) // 4):
             self._index()
 
     def apply_distinct(
@@ -263,11 +423,12 @@ class LocalSearch:
             left = _placement_keys(units, sources, self.inst.n_nodes)
             self._plan_hash = (self._plan_hash + arrived - left) & _MASK
         self.assignment[units] = dests
-        for unit, dest in zip(units.tolist(), dests.tolist(), strict=True):
-            self._arrived.setdefault(dest, []).append(unit)
-        self._arrivals += len(units)
-        if self._arrivals > max(1024, len(self._by_node) // 4):
-            self._index()
+        if self._indexed:
+            for unit, dest in zip(units.tolist(), dests.tolist(), strict=True):
+                self._arrived.setdefault(dest, []).append(unit)
+            self._arrivals += len(units)
+            if self._arrivals > max(1024, len(self._by_node) // 4):
+                self._index()
 
     # -- evaluation --------------------------------------------------------------------------------------------
     def evaluate(
@@ -405,6 +566,8 @@ class LocalSearch:
 
     def step(self) -> bool:
         """Take the best improving step; False when there is none."""
+        if self.kernels is not None:
+            return self._step_compiled()
         deviation = (self.util if self.all_staying else self.util[self.active_nodes]) - self.mean
         position = int(np.abs(deviation).argmax())
         d = float(abs(deviation[position]))
@@ -418,17 +581,22 @@ class LocalSearch:
         candidates: list[tuple[float, list[tuple[int, int]]]] = []
         blocked_units = blocked_dests = np.zeros(0, dtype=np.int64)
         if len(units):
-            sources = assignment[units]
-            scale = self.share[units]
-            worst, ok = self.evaluate(
-                [sources, dests],
-                [-scale / self.capacity[sources], scale / self.capacity[dests]],
-                distinct=True,
-            )
-            # few moves improve: their budget change only
-            improving = _indices(ok & (worst < d - TOLERANCE) & (sources != dests))
-            improving_n, improving_c = self.budget_delta(units[improving], dests[improving])
-            fits = self.within_budget(improving_n, improving_c)
+            if self.kernels is not None:
+                worst, improving, fits, improving_c = self.kernels.scan_moves(
+                    units, dests, assignment, *self._evaluation_args(), d - TOLERANCE, *self._budget_args()
+                )
+            else:
+                sources = assignment[units]
+                scale = self.share[units]
+                worst, ok = self.evaluate(
+                    [sources, dests],
+                    [-scale / self.capacity[sources], scale / self.capacity[dests]],
+                    distinct=True,
+                )
+                # few moves improve: their budget change only
+                improving = _indices(ok & (worst < d - TOLERANCE) & (sources != dests))
+                improving_n, improving_c = self.budget_delta(units[improving], dests[improving])
+                fits = self.within_budget(improving_n, improving_c)
             # the cost change by candidate: only the ranking under a cost budget reads it
             delta_c = np.zeros(0)
             if self.costed:
@@ -457,6 +625,89 @@ class LocalSearch:
                 self.apply(steps)
                 return True
         return False
+
+    def _step_compiled(self) -> bool:
+        """`step` through the kernels: the same candidates, evaluations and selection, so the same step. Without
+        resource caps (the kernels are off under them) the first candidate of the sorted list is the one taken,
+        so only it is built: the candidate of least worst deviation among those the selection keeps."""
+        kernels = self.kernels
+        assert kernels is not None
+        evaluation, budget = self._evaluation_args(), self._budget_args()
+        if len(self.active_nodes) <= NEAR_NODES and len(self.assignment) <= UNITS_SCANNED:
+            node, d, over, units, dests, worst, improving, fits, improving_c = kernels.near_step(
+                self.active_nodes, self.movable, self.assignment, *evaluation, TOLERANCE, *budget
+            )
+            if d <= TOLERANCE:
+                return False
+            return self._take_step(node, d, over, units, dests, worst, improving, fits, improving_c)
+        node, d, over = kernels.worst_node(self.util, self.active_nodes, float(self.mean))
+        if d <= TOLERANCE:
+            return False
+        limit = d - TOLERANCE
+        if len(self.active_nodes) <= NEAR_NODES:
+            mine = self._mine(node) if over else self.assignment[:0]
+            units, dests, worst, improving, fits, improving_c = kernels.scan_near_moves(
+                node,
+                over,
+                mine,
+                self.active_nodes,
+                self.movable,
+                self.assignment,
+                *evaluation,
+                limit,
+                *budget,
+            )
+        else:
+            units, dests = self._moves(node, over)
+            worst, improving, fits, improving_c = kernels.scan_moves(
+                units, dests, self.assignment, *evaluation, limit, *budget
+            )
+        return self._take_step(node, d, over, units, dests, worst, improving, fits, improving_c)
+
+    def _take_step(
+        self,
+        node: int,
+        d: float,
+        over: bool,
+        units: IntArray,
+        dests: IntArray,
+        worst: FloatArray,
+        improving: IntArray,
+        fits: BoolArray,
+        improving_c: FloatArray,
+    ) -> bool:
+        """The rest of _step_compiled once the single moves are scanned: the best allowed move, else the other
+        kinds of step in `step`'s order."""
+        kernels = self.kernels
+        assert kernels is not None
+        choice = -1 if self.costed else kernels.sure_move(d, worst, improving, fits, RESOURCE_TRIES)
+        if choice >= 0:
+            self.apply([(int(units[choice]), int(dests[choice]))])
+            return True
+        allowed = improving[fits]
+        if len(allowed):
+            if self.costed:
+                delta_c = np.zeros(len(units))
+                delta_c[improving] = improving_c
+                top = kernels.rank_by_efficiency(allowed, d - worst, delta_c, RESOURCE_TRIES)
+            else:  # _rank's _smallest by -gain, on the allowed moves' values only (the same array it reads)
+                top = allowed[_least(-(d - worst[allowed]), RESOURCE_TRIES)]
+            best = int(top[worst[top].argmin()])  # the candidates' stable sort by worst: its first
+            self.apply([(int(units[best]), int(dests[best]))])
+            return True
+        blocked = _smallest(improving[~fits], worst, COMPOUND_MOVES)
+        blocked_units, blocked_dests = units[blocked], dests[blocked]
+        candidates = self._compound_candidates(blocked_units, blocked_dests, d)
+        if not candidates:
+            candidates = self._swap_candidates(node, over, d)
+        if not candidates and self.chains:
+            candidates = self._chain_candidates(node, over, d)
+        if not candidates and self.chains and TWINS:
+            candidates = self._twin_candidates(blocked_units, blocked_dests, d)
+        if not candidates:
+            return False
+        self.apply(min(candidates, key=lambda c: c[0])[1])  # the first of the stable sort by worst
+        return True
 
     def _rank(self, index: IntArray, gain: FloatArray, delta_c: FloatArray) -> IntArray:
         """Candidates best first: by the worst node after the step; under a cost budget by gain per unit of state
@@ -645,6 +896,31 @@ class LocalSearch:
         return moved
 
     def _swap_candidates(self, node: int, over: bool, d: float) -> list[tuple[float, list[tuple[int, int]]]]:
+        if self.kernels is not None:
+            worst, mine, theirs, good = self.kernels.scan_swaps(
+                node,
+                over,
+                self._mine(node),
+                self.active_nodes,
+                self.movable,
+                self.assignment,
+                *self._evaluation_args(),
+                d - TOLERANCE,
+                SWAP_ELEMENTS,
+                *self._budget_args(),
+            )
+            best = _smallest(good, worst, RESOURCE_TRIES)
+            other = self.assignment[theirs[best]]
+            return [
+                (w, [(a, b), (c, node)])
+                for w, a, b, c in zip(
+                    worst[best].tolist(),
+                    mine[best].tolist(),
+                    other.tolist(),
+                    theirs[best].tolist(),
+                    strict=True,
+                )
+            ]
         mine, theirs = self._swaps(node, over)
         if not len(mine) or not len(theirs):
             return []
@@ -707,6 +983,8 @@ class LocalSearch:
         migrated = _indices(self.migrated_mask())
         if not len(units) or not len(migrated):
             return []
+        if self.kernels is not None:
+            return self._compound_compiled(units, dests, migrated, d)
         src_m, home_m = self.assignment[migrated], self.original[migrated]
         alone, fits = self.evaluate(
             [src_m, home_m],
@@ -743,6 +1021,41 @@ class LocalSearch:
                 worst[best].tolist(),
                 r[best].tolist(),
                 home[best].tolist(),
+                v[best].tolist(),
+                to[best].tolist(),
+                strict=True,
+            )
+        ]
+
+    def _compound_compiled(
+        self, units: IntArray, dests: IntArray, migrated: IntArray, d: float
+    ) -> list[tuple[float, list[tuple[int, int]]]]:
+        """_compound_candidates through the kernels (the same candidates, the same selection)."""
+        kernels, limit = self.kernels, d - TOLERANCE
+        assert kernels is not None
+        evaluation = self._evaluation_args()
+        alone, good_alone, overlapping = kernels.scan_refunds(
+            migrated, units, dests, self.assignment, self.original, *evaluation, limit
+        )
+        if len(good_alone) > COMPOUND_REFUNDS:
+            good_alone = good_alone[
+                np.argpartition(alone[good_alone], COMPOUND_REFUNDS - 1)[:COMPOUND_REFUNDS]
+            ]
+        refunds = migrated[np.concatenate([good_alone, overlapping])]
+        if not len(refunds):
+            return []
+        counts, original, state, *budget = self._budget_args()
+        worst, v, to, r, good = kernels.scan_compound(
+            units, dests, refunds, self.assignment, original, *evaluation, limit, counts, state, *budget
+        )
+        best = _smallest(good, worst, RESOURCE_TRIES)
+        home = original[r[best]]
+        return [
+            (w, [(a, b), (c, e)])
+            for w, a, b, c, e in zip(
+                worst[best].tolist(),
+                r[best].tolist(),
+                home.tolist(),
                 v[best].tolist(),
                 to[best].tolist(),
                 strict=True,
@@ -826,7 +1139,7 @@ class LocalSearch:
             origin = int(self.original[unit])
             if origin < 0 or not self.staying[origin]:
                 continue
-            here = self.units_on(origin)
+            here = self._mine(origin) if self.kernels is not None else self.units_on(origin)
             here = here[(state[here] < state[unit]) & (here != unit) & self.counts[here]]
             here = here[self.assignment[here] == self.original[here]]  # not migrated: it leaves home
             if len(here):
@@ -850,6 +1163,19 @@ class LocalSearch:
         """The RESOURCE_TRIES best of aligned candidate steps made of several moves ("legs": units, from, to, one
         entry per candidate), each step evaluated exactly on every node its legs touch, kept when it lowers the
         worst node below d and fits the budget (priced only for the steps that improve: few do)."""
+        if self.kernels is not None:
+            worst, good = self.kernels.scan_legs(
+                len(legs),
+                np.concatenate([units for units, _, _ in legs]),
+                np.concatenate([src for _, src, _ in legs]),
+                np.concatenate([dst for _, _, dst in legs]),
+                self.assignment,
+                *self._evaluation_args(),
+                d - TOLERANCE,
+                *self._budget_args(),
+            )
+            best = _smallest(good, worst, RESOURCE_TRIES)
+            return [(float(worst[i]), [(int(units[i]), int(dst[i])) for units, _, dst in legs]) for i in best]
         share, capacity = self.share, self.capacity
         nodes: list[IntArray] = []
         deltas: list[FloatArray] = []
@@ -922,6 +1248,45 @@ class LocalSearch:
         for _ in range(max_steps):
             if time.perf_counter() > deadline:
                 return
+            if self.kernels is not None:  # the same step through the kernels
+                status, landing, score, delta_c, units, dests = self.kernels.band_step(
+                    self.util,
+                    float(self.mean),
+                    FILL_NODES,
+                    float(band),
+                    TOLERANCE,
+                    self.movable,
+                    self.assignment,
+                    staying,
+                    all_staying,
+                    share,
+                    capacity,
+                    float(self.cap_limit),
+                    sizes,
+                    by_size,
+                    FILL_UNITS,
+                    *self._budget_args(),
+                )
+                if status != self.kernels.LONG_LISTS:
+                    if status != self.kernels.CANDIDATES or not self._fill_choose(
+                        landing, score, delta_c, units, dests, rng
+                    ):
+                        return
+                    continue
+                r, out, n_out, below, under = self.kernels.band_state(
+                    self.util, float(self.mean), staying, all_staying, float(band)
+                )
+                if not n_out:
+                    return
+                dests, under = self._least_nodes(below, r), self._least_nodes(under, r)
+                moved = self._fill_compiled(True, dests, under, r, out, band, rng, sizes, by_size)
+                if moved is None:
+                    return
+                if not moved and not self._fill_compiled(
+                    False, dests, under, r, out, band, rng, sizes, by_size
+                ):
+                    return
+                continue
             # without draining nodes every node stays: the masks by `staying` are no-ops (skipped: numpy calls)
             if all_staying:
                 r = self.util - self.mean
@@ -971,6 +1336,86 @@ class LocalSearch:
                 parts.append((givers, np.full(len(givers), under[0], dtype=np.int64)))
             if not self._fill_step(parts, r, out, band, rng, landing=False):
                 return
+
+    def _least_nodes(self, nodes: IntArray, r: FloatArray) -> IntArray:
+        """_smallest(nodes, r, FILL_NODES) (the kernels' stable insertion sort when all of them are kept)."""
+        assert self.kernels is not None
+        if len(nodes) <= FILL_NODES:
+            return self.kernels.least_first(r, nodes)
+        return _smallest(nodes, r, FILL_NODES)
+
+    def _mine(self, node: int) -> IntArray:
+        """units_on(node) by the kernels' scan of the assignment (up to UNITS_SCANNED units: beyond, the index)."""
+        assert self.kernels is not None
+        if len(self.assignment) <= UNITS_SCANNED:
+            return self.kernels.units_on(node, self.assignment, self.movable)
+        return self.units_on(node)
+
+    def _fill_compiled(
+        self,
+        landing: bool,
+        dests: IntArray,
+        under: IntArray,
+        r: FloatArray,
+        out: BoolArray,
+        band: float,
+        rng: np.random.Generator,
+        sizes: FloatArray,
+        by_size: IntArray,
+    ) -> bool | None:
+        """A step of fill_band through the kernel (the same candidates, the same draw): whether it moved; None
+        when there is no giving unit or no destination (the band repair ends)."""
+        assert self.kernels is not None
+        counts, original, state, *budget = self._budget_args()
+        going, score, delta_c, units, dests_ = self.kernels.scan_fill(
+            landing,
+            dests,
+            under,
+            r,
+            out,
+            float(band),
+            TOLERANCE,
+            self.movable,
+            self.assignment,
+            self.staying,
+            self.all_staying,
+            self.share,
+            self.capacity,
+            self.util,
+            float(self.cap_limit),
+            sizes,
+            by_size,
+            FILL_UNITS,
+            counts,
+            original,
+            state,
+            *budget,
+        )
+        if not going:
+            return None
+        return self._fill_choose(landing, score, delta_c, units, dests_, rng)
+
+    def _fill_choose(
+        self,
+        landing: bool,
+        score: FloatArray,
+        delta_c: FloatArray,
+        units: IntArray,
+        dests: IntArray,
+        rng: np.random.Generator,
+    ) -> bool:
+        """_fill_step's choice among the candidates scan_fill kept (False when there are none)."""
+        if not len(score):
+            return False
+        top = _indices(score >= score.max() - (0.0 if landing else TOLERANCE))
+        if self.costed and len(top) > 1:
+            # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
+            top = top[delta_c[top] <= _lower_quartile(delta_c[top])]
+        # _fill_step's draw: a permutation of as many candidates (the same shuffle of an int64 array of that
+        # length, whatever its values), of which the first is taken (no resource caps under the kernels)
+        first = int(top[rng.permutation(len(top))[0]])
+        self.apply([(int(units[first]), int(dests[first]))])
+        return True
 
     def _fill_step(
         self,

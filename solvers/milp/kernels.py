@@ -1,0 +1,1072 @@
+"""The descent's evaluation kernels, compiled with numba: one loop per kind of candidate step over plain arrays.
+
+A descent step on 40 nodes x 1,024 units was ~80 numpy calls on arrays of 40-2,000 entries, most of its time the
+calls' own overhead; each kernel here replaces the calls of one evaluation (build the candidates, evaluate them on
+the nodes they touch, price the budget of those that improve) with one compiled loop. The selection among the
+survivors (numpy's argpartition and stable argsort, whose tie order the plans depend on) and everything that draws
+random numbers stay in `local_search.py`, so the search takes the same decisions, bit for bit, with or without them:
+
+- every floating-point number is computed by the same IEEE operations on the same operands, in the same order, as
+  the numpy code it replaces (no fastmath: LLVM then neither reassociates nor drops a `+ 0.0`); maxima are taken
+  over the same values (no NaN arises: loads, capacities and utilizations are finite), so their order is moot;
+- candidates are produced in the order of the numpy code's arrays (the index of a candidate is its position
+  there), so the selection that follows sees the same arrays.
+
+`tests/test_milp_kernels.py` checks each kernel against the numpy code it replaces (ties, integer loads, huge and
+tiny values) and whole descents and band repairs with and without them, step by step.
+
+The kernels are compiled on first use, or loaded from numba's on-disk cache (`cache=True`, in `__pycache__`):
+`local_search.warm_up()` does that once per process (a solver worker at its start), and until then the search
+runs its numpy code, so no compile ever lands inside a request's time limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+CAP_SLACK = 1e-12  # a node that gains may end at cap * (1 + CAP_SLACK); a gain of at most this is no gain
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _budget_of(
+    counted: bool, home: int, state: float, source: int, dest: int, costed: bool
+) -> tuple[int, float]:
+    """The count and cost change of a move from `source` to `dest` of a unit with these (scalar) properties:
+    scalars only, so a call costs no reference counting of arrays."""
+    before = 1 if counted and source != home else 0
+    after = 1 if counted and dest != home else 0
+    delta_n = after - before
+    if not costed:
+        return delta_n, 0.0
+    return delta_n, delta_n * state + 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _fits(
+    delta_n: int,
+    delta_c: float,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> bool:
+    """LocalSearch.within_budget of one step."""
+    if not costed:
+        return used_moves + delta_n <= max_moves
+    return (used_moves + delta_n <= max_moves) and (used_cost + delta_c <= cost_limit)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _role(
+    util: float, staying: bool, total: float, all_staying: bool, mean: float, cap_limit: float
+) -> tuple[float, bool]:
+    """One role of `_worst_ok`: a node's deviation after `total` (0 on a draining node) and its cap test, from the
+    node's utilization and whether it stays (scalars: a jitted call with array arguments pays their reference
+    counting, which cost more than the evaluation)."""
+    after = util + total
+    deviation = abs(after - mean)
+    if not all_staying and not staying:
+        deviation = 0.0
+    return deviation, (total <= CAP_SLACK) or (after <= cap_limit)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_moves(
+    units: np.ndarray,
+    dests: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The single moves of a step (`units[i]` to `dests[i]`), as LocalSearch.step evaluates them: the worst
+    deviation after each, and the moves that improve (every touched node below `limit`, within the cap, a real
+    move) with whether each fits the budget and its cost change."""
+    n = len(units)
+    worst = np.empty(n)
+    improving = np.empty(n, np.int64)
+    fits = np.empty(n, np.bool_)
+    delta_c = np.empty(n)
+    found = 0
+    for i in range(n):
+        unit, dest = units[i], dests[i]
+        source = assignment[unit]
+        points = share[unit]
+        w_src, ok_src = _role(
+            util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit
+        )
+        w_dst, ok_dst = _role(
+            util[dest], staying[dest], points / capacity[dest], all_staying, mean, cap_limit
+        )
+        w = max(w_src, w_dst)
+        worst[i] = w
+        if ok_src and ok_dst and w < limit and source != dest:
+            dn, dc = _budget_of(counts[unit], original[unit], state[unit], source, dest, costed)
+            improving[found] = i
+            fits[found] = _fits(dn, dc, costed, used_moves, max_moves, used_cost, cost_limit)
+            delta_c[found] = dc
+            found += 1
+    return worst, improving[:found], fits[:found], delta_c[:found]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def move_unit(
+    unit: int,
+    dest: int,
+    assignment: np.ndarray,
+    util: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    counts: np.ndarray,
+    original: np.ndarray,
+) -> tuple[int, bool, bool]:
+    """LocalSearch.apply's arrays for one move (in place): the unit's share of utilization off its node and onto
+    `dest`, the unit on `dest`. Returns (the node it left, whether it counted as a migration before, after)."""
+    source = assignment[unit]
+    counted, home = counts[unit], original[unit]
+    util[source] -= share[unit] / capacity[source]
+    util[dest] += share[unit] / capacity[dest]
+    assignment[unit] = dest
+    return source, counted and source != home, counted and dest != home
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def units_on(node: int, assignment: np.ndarray, movable: np.ndarray) -> np.ndarray:
+    """LocalSearch.units_on by a scan of the assignment: the movable units on `node`, ascending."""
+    found = np.empty(len(assignment), np.int64)
+    n = 0
+    for unit in range(len(assignment)):
+        if assignment[unit] == node and movable[unit]:
+            found[n] = unit
+            n += 1
+    return found[:n]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def least_first(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """index sorted by values[index], stably (np.argsort(kind="stable")): an insertion sort, for the few dozen
+    entries a band repair step sorts."""
+    ordered = index.copy()
+    for i in range(1, len(ordered)):
+        item = ordered[i]
+        key = values[item]
+        j = i
+        while j > 0 and values[ordered[j - 1]] > key:
+            ordered[j] = ordered[j - 1]
+            j -= 1
+        ordered[j] = item
+    return ordered
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def band_state(
+    util: np.ndarray, mean: float, staying: np.ndarray, all_staying: bool, band: float
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    """The start of a fill_band step: the staying nodes' deviations r (0 on draining nodes), which are outside
+    the band, how many, the nodes below mean + band (candidate destinations) and those under the band."""
+    n = len(util)
+    r = np.empty(n)
+    out = np.empty(n, np.bool_)
+    below = np.empty(n, np.int64)
+    under = np.empty(n, np.int64)
+    n_out = n_below = n_under = 0
+    for i in range(n):
+        stays = all_staying or staying[i]
+        r[i] = util[i] - mean if stays else 0.0
+        out[i] = stays and abs(r[i]) > band
+        n_out += out[i]
+        if stays and r[i] < band:
+            below[n_below] = i
+            n_below += 1
+        if out[i] and r[i] < 0:
+            under[n_under] = i
+            n_under += 1
+    return r, out, n_out, below[:n_below], under[:n_under]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def worst_node(util: np.ndarray, active_nodes: np.ndarray, mean: float) -> tuple[int, float, bool]:
+    """LocalSearch.step's start: the staying node of the largest |utilization - mean| (the first of equal ones, as
+    np.argmax), that deviation d, and whether the node is over the mean."""
+    position = 0
+    largest = -1.0
+    deviation = 0.0
+    for i in range(len(active_nodes)):
+        r = util[active_nodes[i]] - mean
+        if abs(r) > largest:
+            position, largest, deviation = i, abs(r), r
+    return active_nodes[position], abs(deviation), deviation > 0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_near_moves(
+    node: int,
+    over: bool,
+    mine: np.ndarray,
+    active_nodes: np.ndarray,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """LocalSearch._moves with at most NEAR_NODES staying nodes (every other staying node is a destination or a
+    source), then scan_moves on them: over the mean, every unit of the worst node (`mine`) to every other staying
+    node, unit-major, then those away from home back home; under it, every movable unit elsewhere onto it.
+    Returns (units, dests, and scan_moves' worst, improving, fits, cost changes)."""
+    if over:
+        others = np.empty(len(active_nodes), np.int64)
+        n_others = 0
+        for a in active_nodes:
+            if a != node:
+                others[n_others] = a
+                n_others += 1
+        n_back = 0
+        for unit in mine:
+            n_back += counts[unit] and original[unit] != node
+        units = np.empty(len(mine) * n_others + n_back, np.int64)
+        dests = np.empty(len(units), np.int64)
+        k = 0
+        for unit in mine:
+            for j in range(n_others):
+                units[k], dests[k] = unit, others[j]
+                k += 1
+        for unit in mine:
+            if counts[unit] and original[unit] != node:
+                units[k], dests[k] = unit, original[unit]
+                k += 1
+    else:
+        units = np.empty(len(assignment), np.int64)
+        k = 0
+        for unit in range(len(assignment)):
+            if movable[unit] and assignment[unit] != node:
+                units[k] = unit
+                k += 1
+        units = units[:k]
+        dests = np.full(k, node, np.int64)
+    worst, improving, fits, delta_c = scan_moves(
+        units,
+        dests,
+        assignment,
+        share,
+        capacity,
+        util,
+        staying,
+        all_staying,
+        mean,
+        cap_limit,
+        limit,
+        counts,
+        original,
+        state,
+        costed,
+        used_moves,
+        max_moves,
+        used_cost,
+        cost_limit,
+    )
+    return units, dests, worst, improving, fits, delta_c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sure_move(d: float, worst: np.ndarray, improving: np.ndarray, fits: np.ndarray, count: int) -> int:
+    """The single move LocalSearch.step takes without a cost budget, when it does not depend on the order in
+    which numpy's argpartition leaves ties: the step keeps the `count` smallest of -(d - worst) among the allowed
+    moves (`improving[fits]`) and takes the first of least worst among them. With at most `count` allowed, all are
+    kept in a stable order: the first allowed of least worst. With more, that move is still the one taken when it
+    is the only one of least worst and at most `count` share its key (the least key: the key does not fall as the
+    worst grows), so all of them are kept. Returns its index, or -1 when not sure (or none is allowed)."""
+    allowed = 0
+    least = np.inf
+    first = -1
+    for i in range(len(improving)):
+        if fits[i]:
+            allowed += 1
+            if worst[improving[i]] < least:
+                least, first = worst[improving[i]], improving[i]
+    if allowed <= count:
+        return first
+    key = -(d - least)
+    at_least = with_key = 0
+    for i in range(len(improving)):
+        if fits[i]:
+            w = worst[improving[i]]
+            at_least += w == least
+            with_key += -(d - w) == key
+    return first if at_least == 1 and with_key <= count else -1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def placement_keys(assignment: np.ndarray, n_nodes: int) -> np.uint64:
+    """local_search._placement_keys of every unit on its node (uint64 arithmetic wrapping as numpy's does)."""
+    total = np.uint64(0)
+    width = np.uint64(n_nodes + 1)
+    for unit in range(len(assignment)):
+        x = np.uint64(unit) * width + np.uint64(assignment[unit] + 1)
+        x = x * MIX_FIRST
+        x ^= x >> np.uint64(29)
+        x = x * MIX_SECOND
+        x ^= x >> np.uint64(32)
+        total += x
+    return total
+
+
+MIX_FIRST, MIX_SECOND = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9)  # local_search._MIX
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def near_step(
+    active_nodes: np.ndarray,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    tolerance: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[int, float, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The start of LocalSearch.step with at most NEAR_NODES staying nodes, in one call: worst_node, then (when
+    d > tolerance) the worst node's units and scan_near_moves. Returns (node, d, over, and scan_near_moves'
+    arrays; empty when d <= tolerance)."""
+    node, d, over = worst_node(util, active_nodes, mean)
+    if d <= tolerance:
+        empty_f, empty_i, empty_b = np.empty(0), np.empty(0, np.int64), np.empty(0, np.bool_)
+        return node, d, over, empty_i, empty_i, empty_f, empty_i, empty_b, empty_f
+    mine = units_on(node, assignment, movable) if over else np.empty(0, np.int64)
+    units, dests, worst, improving, fits, delta_c = scan_near_moves(
+        node,
+        over,
+        mine,
+        active_nodes,
+        movable,
+        assignment,
+        share,
+        capacity,
+        util,
+        staying,
+        all_staying,
+        mean,
+        cap_limit,
+        d - tolerance,
+        counts,
+        original,
+        state,
+        costed,
+        used_moves,
+        max_moves,
+        used_cost,
+        cost_limit,
+    )
+    return node, d, over, units, dests, worst, improving, fits, delta_c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_refunds(
+    migrated: np.ndarray,
+    units: np.ndarray,
+    dests: np.ndarray,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first half of LocalSearch._compound_candidates: each migration sent home alone (its worst deviation),
+    the positions in `migrated` of the refunds that alone improve and touch no node of the blocked moves
+    (`units` to `dests`), and of those that do touch one."""
+    n_nodes = len(util)
+    touched = np.zeros(n_nodes, np.bool_)
+    for i in range(len(units)):
+        touched[assignment[units[i]]] = True
+        touched[dests[i]] = True
+    m = len(migrated)
+    alone = np.empty(m)
+    good = np.empty(m, np.int64)
+    overlapping = np.empty(m, np.int64)
+    n_good = n_over = 0
+    for i in range(m):
+        unit = migrated[i]
+        source, home = assignment[unit], original[unit]
+        points = share[unit]
+        w_src, ok_src = _role(
+            util[source], staying[source], -points / capacity[source], all_staying, mean, cap_limit
+        )
+        w_dst, ok_dst = _role(
+            util[home], staying[home], points / capacity[home], all_staying, mean, cap_limit
+        )
+        w = max(w_src, w_dst)
+        alone[i] = w
+        if touched[source] or touched[home]:
+            overlapping[n_over] = i
+            n_over += 1
+        elif ok_src and ok_dst and w < limit:
+            good[n_good] = i
+            n_good += 1
+    return alone, good[:n_good], overlapping[:n_over]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_compound(
+    units: np.ndarray,
+    dests: np.ndarray,
+    refunds: np.ndarray,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The second half of LocalSearch._compound_candidates: every blocked move (`units[i]` to `dests[i]`) with
+    every refund (a migrated unit sent home), unit-major, a unit never paired with itself; the worst deviation of
+    each pair (LocalSearch._evaluate_legs: each role's own change plus the other leg's on the same node), and the
+    pairs that improve and fit the budget. Returns (worst, moved unit, its destination, refunded unit, good)."""
+    total = len(units) * len(refunds)
+    worst = np.empty(total)
+    moved = np.empty(total, np.int64)
+    moved_to = np.empty(total, np.int64)
+    refunded = np.empty(total, np.int64)
+    good = np.empty(total, np.int64)
+    k = n_good = 0
+    for i in range(len(units)):
+        v, to = units[i], dests[i]
+        src_a = assignment[v]
+        share_a = share[v]
+        out_a, in_a = -share_a / capacity[src_a], share_a / capacity[to]
+        for j in range(len(refunds)):
+            r = refunds[j]
+            if r == v:
+                continue
+            src_b, dst_b = assignment[r], original[r]
+            share_b = share[r]
+            out_b, in_b = -share_b / capacity[src_b], share_b / capacity[dst_b]
+            # _evaluate_legs' totals: a node of one leg meets at most one node of the other (nested np.where)
+            t0 = out_a + (out_b if src_b == src_a else (in_b if dst_b == src_a else 0.0))
+            t1 = in_a + (out_b if src_b == to else (in_b if dst_b == to else 0.0))
+            t2 = out_b + (out_a if src_b == src_a else (in_a if src_b == to else 0.0))
+            t3 = in_b + (out_a if dst_b == src_a else (in_a if dst_b == to else 0.0))
+            w0, ok0 = _role(util[src_a], staying[src_a], t0, all_staying, mean, cap_limit)
+            w1, ok1 = _role(util[to], staying[to], t1, all_staying, mean, cap_limit)
+            w2, ok2 = _role(util[src_b], staying[src_b], t2, all_staying, mean, cap_limit)
+            w3, ok3 = _role(util[dst_b], staying[dst_b], t3, all_staying, mean, cap_limit)
+            w = max(max(w0, w1), max(w2, w3))
+            worst[k] = w
+            moved[k], moved_to[k], refunded[k] = v, to, r
+            if ok0 and ok1 and ok2 and ok3 and w < limit:
+                dn1, dc1 = _budget_of(counts[v], original[v], state[v], src_a, to, costed)
+                dn2, dc2 = _budget_of(counts[r], original[r], state[r], src_b, dst_b, costed)
+                if _fits(dn1 + dn2, dc1 + dc2, costed, used_moves, max_moves, used_cost, cost_limit):
+                    good[n_good] = k
+                    n_good += 1
+            k += 1
+    return worst[:k], moved[:k], moved_to[:k], refunded[:k], good[:n_good]
+
+
+LINEAR_SEARCH = 64  # sorted arrays up to this long are searched by a count of the values below
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _search_left(values: np.ndarray, x: float) -> int:
+    """np.searchsorted(values, x, side="left") on sorted values without NaN: how many are below x. Branch-free
+    halving (the step is added times the comparison): a step's thousand searches on random targets were mostly
+    mispredicted branches."""
+    n = len(values)
+    if n <= LINEAR_SEARCH:  # a count (vectorized, no dependent loads): the worst node's few units
+        below = 0
+        for i in range(n):
+            below += values[i] < x
+        return below
+    base = 0
+    while n > 1:  # invariant: the answer is in base .. base + n
+        half = n // 2
+        base += half * (values[base + half - 1] < x)
+        n -= half
+    return base + (values[base] < x)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _search_right(values: np.ndarray, x: float) -> int:
+    """np.searchsorted(values, x, side="right") on sorted values without NaN: how many are at most x (as
+    _search_left)."""
+    n = len(values)
+    if n <= LINEAR_SEARCH:
+        at_most = 0
+        for i in range(n):
+            at_most += values[i] <= x
+        return at_most
+    base = 0
+    while n > 1:
+        half = n // 2
+        base += half * (values[base + half - 1] <= x)
+        n -= half
+    return base + (values[base] <= x)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_swaps(
+    node: int,
+    over: bool,
+    mine: np.ndarray,
+    active_nodes: np.ndarray,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    swap_elements: int,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """LocalSearch._swaps and _swap_candidates up to the selection: the units of the worst node (`mine`, sorted)
+    and those on the other side of the mean it may swap with (the most opposite nodes first, at most
+    `swap_elements` pairs), the pairs in the window of net load that can land both nodes inside d, mine-major.
+    Returns (worst, the worst node's unit, the partner's unit, good: the pairs that improve and fit the budget)."""
+    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    if len(mine) == 0:
+        return empty_f, empty_i, empty_i, empty_i
+    util_node = util[node]
+    n_active = len(active_nodes)
+    side_nodes = np.empty(n_active, np.int64)
+    n_side = 0
+    for i in range(n_active):
+        a = active_nodes[i]
+        if (util[a] < util_node) if over else (util[a] > util_node):
+            side_nodes[n_side] = a
+            n_side += 1
+    partners = side_nodes[:n_side]
+    key = np.empty(n_side)
+    for i in range(n_side):
+        key[i] = util[partners[i]] if over else -util[partners[i]]
+    partners = partners[np.argsort(key, kind="mergesort")]  # stable
+    position = np.full(len(util), n_side, np.int64)
+    for i in range(n_side):
+        position[partners[i]] = i
+    n_units = len(assignment)
+    theirs_all = np.empty(n_units, np.int64)
+    n_theirs = 0
+    for unit in range(n_units):
+        if movable[unit] and position[assignment[unit]] < n_side:
+            theirs_all[n_theirs] = unit
+            n_theirs += 1
+    theirs = theirs_all[:n_theirs]
+    most = max(1, swap_elements // len(mine))
+    if n_theirs > most:
+        # the first `most` by their node's rank, stably (np.argsort(kind="stable") of the ranks): a counting sort
+        # by rank, the units in ascending order within each (numba's mergesort of 100,000 ranks took ~10 ms)
+        starts = np.zeros(n_side + 1, np.int64)
+        for unit in theirs:
+            starts[position[assignment[unit]] + 1] += 1
+        for rank in range(n_side):
+            starts[rank + 1] += starts[rank]
+        ordered = np.empty(n_theirs, np.int64)
+        for unit in theirs:
+            rank = position[assignment[unit]]
+            ordered[starts[rank]] = unit
+            starts[rank] += 1
+        theirs = ordered[:most]
+    n_theirs = len(theirs)
+    if n_theirs == 0:
+        return empty_f, empty_i, empty_i, empty_i
+    sizes_mine = np.empty(len(mine))
+    for i in range(len(mine)):
+        sizes_mine[i] = share[mine[i]]
+    by_size = np.argsort(sizes_mine, kind="mergesort")
+    sizes = sizes_mine[by_size]
+    deviation = util_node - mean
+    cap_node = capacity[node]
+    # per partner node, the interval of net load (lo, hi) that lands both nodes inside d, and its hair
+    lows, highs, hairs = np.empty(len(util)), np.empty(len(util)), np.empty(len(util))
+    for partner in partners:
+        partner_deviation = util[partner] - mean
+        lo = max(cap_node * (deviation - limit), capacity[partner] * (-limit - partner_deviation))
+        hi = min(cap_node * (deviation + limit), capacity[partner] * (limit - partner_deviation))
+        lows[partner], highs[partner] = lo, hi
+        hairs[partner] = 1e-7 * (1.0 + max(abs(lo), abs(hi)))
+    firsts = np.empty(n_theirs, np.int64)
+    windows = np.empty(n_theirs, np.int64)
+    total = 0
+    for j in range(n_theirs):
+        partner = assignment[theirs[j]]
+        points = share[theirs[j]]
+        first = _search_left(sizes, points + lows[partner] - hairs[partner])
+        count = max(_search_right(sizes, points + highs[partner] + hairs[partner]) - first, 0)
+        firsts[j], windows[j] = first, count
+        total += count
+    if total == 0:
+        return empty_f, empty_i, empty_i, empty_i
+    # the pairs mine-major (then by partner unit), as the numpy code's sort of mine * len(theirs) + theirs
+    # orders them: a counting sort by the worst node's unit (the partners come in ascending order already)
+    per_mine = np.zeros(len(mine) + 1, np.int64)
+    for j in range(n_theirs):
+        for at in range(firsts[j], firsts[j] + windows[j]):
+            per_mine[by_size[at] + 1] += 1
+    for i in range(len(mine)):
+        per_mine[i + 1] += per_mine[i]
+    partner_of = np.empty(total, np.int64)
+    filled = per_mine[:-1].copy()
+    for j in range(n_theirs):
+        for at in range(firsts[j], firsts[j] + windows[j]):
+            slot = by_size[at]
+            partner_of[filled[slot]] = j
+            filled[slot] += 1
+    worst = np.empty(total)
+    mine_units = np.empty(total, np.int64)
+    their_units = np.empty(total, np.int64)
+    good = np.empty(total, np.int64)
+    n_good = 0
+    for i in range(len(mine)):
+        a = mine[i]
+        for k in range(per_mine[i], per_mine[i + 1]):
+            c = theirs[partner_of[k]]
+            other = assignment[c]
+            net = share[a] - share[c]  # load points leaving the worst node
+            w_here, ok_here = _role(util[node], staying[node], -net / cap_node, all_staying, mean, cap_limit)
+            w_other, ok_other = _role(
+                util[other], staying[other], net / capacity[other], all_staying, mean, cap_limit
+            )
+            w = max(w_here, w_other)
+            worst[k] = w
+            mine_units[k], their_units[k] = a, c
+            if ok_here and ok_other and w < limit:
+                dn1, dc1 = _budget_of(counts[a], original[a], state[a], node, other, costed)
+                dn2, dc2 = _budget_of(counts[c], original[c], state[c], other, node, costed)
+                if _fits(dn1 + dn2, dc1 + dc2, costed, used_moves, max_moves, used_cost, cost_limit):
+                    good[n_good] = k
+                    n_good += 1
+    return worst, mine_units, their_units, good[:n_good]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_fill(
+    landing: bool,
+    dests: np.ndarray,
+    under: np.ndarray,
+    r: np.ndarray,
+    out: np.ndarray,
+    band: float,
+    tolerance: float,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    cap_limit: float,
+    sizes: np.ndarray,
+    by_size: np.ndarray,
+    fill_units: int,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One step of LocalSearch.fill_band up to the selection: its candidate moves (`landing`: a unit that lands
+    its over node inside the band to each of `dests`, then per under node the units of a landing size; else the
+    units of the most utilized node to each of `dests` and every unit of a node above the mean to the least
+    utilized one), evaluated as LocalSearch._fill_step does. Returns (False when there is no giving unit or no
+    destination: the band repair ends; the scores, cost changes, units and destinations of the moves
+    that may be taken: they land a node, or take excess off, and fit the cap and the budget)."""
+    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    n_units = len(assignment)
+    units = np.empty(n_units, np.int64)
+    n = 0
+    for unit in range(n_units):
+        node = assignment[unit]
+        if movable[unit] and r[node] > -band and (all_staying or staying[node]):
+            units[n] = unit
+            n += 1
+    if len(dests) == 0 or n == 0:
+        return False, empty_f, empty_f, empty_i, empty_i
+    units = units[:n]
+    # the candidates, in the order of fill_band's parts: (pairs of units and dests, unit-major), then the rest
+    first_units = np.empty(n, np.int64)
+    n_first = 0
+    rest_units = np.empty(0, np.int64)
+    rest_dests = np.empty(0, np.int64)
+    if landing:
+        for i in range(n):
+            unit = units[i]
+            node = assignment[unit]
+            if out[node] and abs(r[node] - share[unit] / capacity[node]) <= band:
+                first_units[n_first] = unit
+                n_first += 1
+        if len(under):
+            lo = np.empty(len(under), np.int64)
+            hi = np.empty(len(under), np.int64)
+            total = 0
+            for i in range(len(under)):
+                node = under[i]
+                exact = -r[node] * capacity[node]
+                low = _search_left(sizes, exact - band * capacity[node])
+                high = _search_right(sizes, exact + band * capacity[node])
+                at = _search_left(sizes, exact)
+                low = max(low, at - fill_units // 2)
+                high = min(high, max(at + fill_units // 2, low))
+                lo[i], hi[i] = low, high
+                total += high - low
+            rest_units = np.empty(total, np.int64)
+            rest_dests = np.empty(total, np.int64)
+            k = 0
+            for i in range(len(under)):
+                for position in range(lo[i], hi[i]):
+                    unit = by_size[position]
+                    node = assignment[unit]
+                    if r[node] > -band and (all_staying or staying[node]):
+                        rest_units[k], rest_dests[k] = unit, under[i]
+                        k += 1
+            rest_units, rest_dests = rest_units[:k], rest_dests[:k]
+    else:
+        highest = assignment[units[0]]
+        for i in range(1, n):  # np.argmax: the first of the largest
+            node = assignment[units[i]]
+            if r[node] > r[highest]:
+                highest = node
+        if r[highest] > band:
+            for i in range(n):
+                if assignment[units[i]] == highest:
+                    first_units[n_first] = units[i]
+                    n_first += 1
+        if len(under):
+            rest_units = np.empty(n, np.int64)
+            k = 0
+            for i in range(n):
+                if r[assignment[units[i]]] > 0:
+                    rest_units[k] = units[i]
+                    k += 1
+            rest_units = rest_units[:k]
+            rest_dests = np.full(k, under[0], np.int64)
+    n_pairs = n_first * len(dests)
+    total = n_pairs + len(rest_units)
+    good_units = np.empty(total, np.int64)
+    good_dests = np.empty(total, np.int64)
+    scores = np.empty(total)
+    delta_cs = np.empty(total)
+    n_good = 0
+    for k in range(total):
+        if k < n_pairs:
+            unit, dest = first_units[k // len(dests)], dests[k % len(dests)]
+        else:
+            unit, dest = rest_units[k - n_pairs], rest_dests[k - n_pairs]
+        src = assignment[unit]
+        if src == dest:
+            continue
+        points = share[unit]
+        arriving = points / capacity[dest]
+        after_src = r[src] - points / capacity[src]
+        after_dst = r[dest] + arriving
+        inside_src, inside_dst = abs(after_src) <= band, abs(after_dst) <= band
+        # per node +1 when it lands, -1 when it is pushed out: out + inside - 1 (integers)
+        landed = int(out[src]) + int(inside_src) + int(out[dest]) + int(inside_dst) - 2
+        if not util[dest] + arriving <= cap_limit:
+            continue
+        if landing:
+            if landed < 1:
+                continue
+            score = float(landed)
+        else:
+            score = max(abs(r[src]) - band, 0.0) + max(abs(r[dest]) - band, 0.0)
+            score = score - (max(abs(after_src) - band, 0.0) + max(abs(after_dst) - band, 0.0))
+            if not (landed >= 0 and score > tolerance):
+                continue
+        dn, dc = _budget_of(counts[unit], original[unit], state[unit], src, dest, costed)
+        if not _fits(dn, dc, costed, used_moves, max_moves, used_cost, cost_limit):
+            continue
+        good_units[n_good], good_dests[n_good] = unit, dest
+        scores[n_good], delta_cs[n_good] = score, dc
+        n_good += 1
+    return (
+        True,
+        scores[:n_good],
+        delta_cs[:n_good],
+        good_units[:n_good],
+        good_dests[:n_good],
+    )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_legs(
+    legs: int,
+    units: np.ndarray,
+    sources: np.ndarray,
+    dests: np.ndarray,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """LocalSearch._best_legs up to the selection: candidate steps of `legs` moves each (leg l of candidate i:
+    units[l * n + i] from sources[...] to dests[...]), evaluated as LocalSearch.evaluate does (roles that may
+    share a node: each role's total is the changes of the roles on its node, added in role order), priced per
+    leg at the unit's current node. Returns (worst, good: the steps that improve and fit the budget)."""
+    n = len(units) // legs
+    roles = 2 * legs
+    node = np.empty(roles, np.int64)
+    own = np.empty(roles)
+    worst = np.empty(n)
+    good = np.empty(n, np.int64)
+    n_good = 0
+    for i in range(n):
+        for leg in range(legs):
+            unit = units[leg * n + i]
+            points = share[unit]
+            src, dst = sources[leg * n + i], dests[leg * n + i]
+            node[2 * leg], own[2 * leg] = src, -points / capacity[src]
+            node[2 * leg + 1], own[2 * leg + 1] = dst, points / capacity[dst]
+        w = 0.0
+        ok = True
+        for m in range(roles):
+            # The role-order sum over the roles on this node: a role elsewhere adds own x 0.0, a zero, which
+            # leaves a sum unchanged but for the sign of a zero sum, and no result reads that sign (util is never
+            # -0.0, so util + total, the cap test and the deviation are the same numbers).
+            total = 0.0
+            for k in range(roles):
+                if node[k] == node[m]:
+                    total += own[k]
+            deviation, fits = _role(util[node[m]], staying[node[m]], total, all_staying, mean, cap_limit)
+            w = max(w, deviation)
+            ok = ok and fits
+        worst[i] = w
+        if ok and w < limit:
+            delta_n, delta_c = 0, 0.0
+            for leg in range(legs):
+                unit = units[leg * n + i]
+                dn, dc = _budget_of(
+                    counts[unit], original[unit], state[unit], assignment[unit], dests[leg * n + i], costed
+                )
+                if leg == 0:
+                    delta_n, delta_c = dn, dc
+                else:
+                    delta_n, delta_c = delta_n + dn, delta_c + dc
+            if _fits(delta_n, delta_c, costed, used_moves, max_moves, used_cost, cost_limit):
+                good[n_good] = i
+                n_good += 1
+    return worst, good[:n_good]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray, count: int) -> np.ndarray:
+    """LocalSearch._rank under a cost budget, its first `count`: the candidates `index` by gain per unit of state
+    spent (free steps first, as infinitely efficient), then by gain, then in their order (np.lexsort is stable)."""
+    n = len(index)
+    efficiency = np.empty(n)
+    for i in range(n):
+        cost = delta_c[index[i]]
+        efficiency[i] = gain[index[i]] / cost if cost > 0 else np.inf
+    chosen = np.empty(min(count, n), np.int64)  # positions into index, best first (insertion into the top)
+    size = 0
+    for i in range(n):
+        # i goes before a chosen j when it ranks strictly better (later positions lose ties)
+        at = size
+        while at > 0:
+            j = chosen[at - 1]
+            better = -efficiency[i] < -efficiency[j] or (
+                -efficiency[i] == -efficiency[j] and -gain[index[i]] < -gain[index[j]]
+            )
+            if not better:
+                break
+            at -= 1
+        if at >= len(chosen):
+            continue
+        last = min(size, len(chosen) - 1)
+        for k in range(last, at, -1):
+            chosen[k] = chosen[k - 1]
+        chosen[at] = i
+        size = min(size + 1, len(chosen))
+    return index[chosen[:size]]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def band_step(
+    util: np.ndarray,
+    mean: float,
+    fill_nodes: int,
+    band: float,
+    tolerance: float,
+    movable: np.ndarray,
+    assignment: np.ndarray,
+    staying: np.ndarray,
+    all_staying: bool,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    cap_limit: float,
+    sizes: np.ndarray,
+    by_size: np.ndarray,
+    fill_units: int,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A whole fill_band step up to its draw, in one call: band_state, the node lists (when each has at most
+    `fill_nodes` nodes, kept whole and sorted stably; else status LONG_LISTS and the caller sorts them as numpy
+    does), scan_fill landing and, when no move lands a node, scan_fill taking excess off. Returns (status: INSIDE,
+    every node inside the band; LONG_LISTS; NO_MOVE, no giving unit or destination; CANDIDATES; whether they land,
+    and scan_fill's scores, cost changes, units and destinations)."""
+    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    r, out, n_out, below, under = band_state(util, mean, staying, all_staying, band)
+    if n_out == 0:
+        return INSIDE, True, empty_f, empty_f, empty_i, empty_i
+    if len(below) > fill_nodes or len(under) > fill_nodes:
+        return LONG_LISTS, True, empty_f, empty_f, empty_i, empty_i
+    dests, under = least_first(r, below), least_first(r, under)
+    for landing in (True, False):
+        going, score, delta_c, units, moved_to = scan_fill(
+            landing,
+            dests,
+            under,
+            r,
+            out,
+            band,
+            tolerance,
+            movable,
+            assignment,
+            staying,
+            all_staying,
+            share,
+            capacity,
+            util,
+            cap_limit,
+            sizes,
+            by_size,
+            fill_units,
+            counts,
+            original,
+            state,
+            costed,
+            used_moves,
+            max_moves,
+            used_cost,
+            cost_limit,
+        )
+        if not going:
+            return NO_MOVE, landing, empty_f, empty_f, empty_i, empty_i
+        if len(score) or not landing:
+            return CANDIDATES, landing, score, delta_c, units, moved_to
+    return CANDIDATES, False, empty_f, empty_f, empty_i, empty_i  # not reached: the loop returns
+
+
+INSIDE, LONG_LISTS, NO_MOVE, CANDIDATES = 0, 1, 2, 3  # band_step's statuses
+
+
+def compile_all() -> None:
+    """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
+    a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
+    Python or numpy scalars of the same kinds), so no later call compiles."""
+    i = np.array([0, 1], dtype=np.int64)
+    f = np.array([1.0, 2.0])
+    b = np.array([True, False])
+    evaluation = (f, f, f, b, True, 1.0, 2.0)
+    budget = (b, i, f, False, 0, 1, 0.0, 1.0)
+    calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+        (worst_node, (f, i, 1.0)),
+        (units_on, (0, i, b)),
+        (move_unit, (0, 0, i.copy(), f.copy(), f, f, b, i)),
+        (least_first, (f, i)),
+        (band_state, (f, 1.0, b, True, 1.0)),
+        (scan_moves, (i, i, i, *evaluation, 1.0, *budget)),
+        (scan_near_moves, (0, True, i, i, b, i, *evaluation, 1.0, *budget)),
+        (scan_near_moves, (0, False, i, i, b, i, *evaluation, 1.0, *budget)),
+        (scan_refunds, (i, i, i, i, i, *evaluation, 1.0)),
+        (near_step, (i, b, i, *evaluation, 1e-9, *budget)),
+        (sure_move, (1.0, f, i, b, 16)),
+        (placement_keys, (i, 2)),
+        (scan_compound, (i, i, i, i, i, *evaluation, 1.0, b, f, False, 0, 1, 0.0, 1.0)),
+        (scan_swaps, (0, True, i, i, b, i, *evaluation, 1.0, 10, *budget)),
+        (scan_legs, (2, i, i, i, i, *evaluation, 1.0, *budget)),
+        (rank_by_efficiency, (i, f, f, 16)),
+        (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
+        (band_step, (f, 1.0, 64, 1.0, 1e-9, b, i, b, True, f, f, 2.0, f, i, 64, *budget)),
+    ]
+    for kernel, args in calls:
+        kernel(*args)

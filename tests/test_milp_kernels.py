@@ -1,0 +1,230 @@
+"""The descent's compiled kernels (solvers/milp/kernels.py) take the very decisions of the numpy code they replace:
+a search with them and one without (`kernels = None`, the reference) from the same plan take the same steps and
+the same band-repair moves, with utilizations and budgets equal to the bit, on tie-heavy integer loads, real
+loads, huge and tiny magnitudes, draining nodes, mixed capacities, count and cost budgets, and more nodes than
+NEAR_NODES. The kernels' own building blocks are checked against numpy's (searchsorted, stable argsort, lexsort),
+and no call after warm_up() compiles anything (a compile inside a request would break its time limit)."""
+
+from __future__ import annotations
+
+from unittest.mock import patch
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solvers.instance import AssignmentInstance
+from solvers.milp import kernels as compiled
+from solvers.milp import local_search
+from solvers.milp.local_search import LocalSearch, kernels_ready, warm_up
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+KERNELS = [value for value in vars(compiled).values() if hasattr(value, "signatures")]
+
+
+def _signatures() -> dict[str, int]:
+    return {kernel.py_func.__name__: len(kernel.signatures) for kernel in KERNELS}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm() -> None:
+    warm_up()
+    WARM.update(_signatures())
+
+
+WARM: dict[str, int] = {}
+
+
+def _instance(draw: st.DrawFn) -> tuple[AssignmentInstance, np.ndarray]:
+    many = draw(st.integers(0, 9)) == 0  # sometimes more staying nodes than NEAR_NODES (the general moves)
+    n = draw(st.integers(66, 80)) if many else draw(st.integers(2, 12))
+    u = draw(st.integers(n, 4 * n)) if many else draw(st.integers(2, 60))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    magnitude = draw(st.sampled_from([1.0, 1.0, 1e-9, 1e9, 1e15]))
+    kind = draw(st.sampled_from(["ties", "real", "few"]))
+    if kind == "ties":
+        loads = rng.integers(0, 5, size=u).astype(float)
+    elif kind == "few":
+        loads = rng.choice([1.0, 2.0, 7.0], size=u)
+    else:
+        loads = rng.uniform(0, 3, size=u)
+    draining = rng.random(n) < (0.0 if draw(st.booleans()) else 0.25)
+    draining[0] = False
+    budget = draw(st.sampled_from(["none", "count", "cost"]))
+    instance = AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(n)),
+        capacity=rng.choice([1.0, 2.0, 4.0], size=n) * (1.0 if draw(st.booleans()) else magnitude),
+        draining=draining,
+        unit_ids=tuple(f"u{k}" for k in range(u)),
+        current=rng.integers(0, n, size=u).astype(np.int64),
+        series=(loads * magnitude)[:, None],
+        state_size=rng.integers(0, 9, size=u).astype(float),
+        pinned=rng.random(u) < 0.1,
+        max_migrations=draw(st.integers(0, 8)) if budget == "count" else None,
+        max_migration_cost=draw(st.floats(0.0, 30.0)) if budget == "cost" else None,
+    )
+    moved = rng.integers(0, n, size=u).astype(np.int64)
+    plan = np.where((rng.random(u) < 0.2) & ~instance.pinned, moved, instance.current)
+    plan = np.where(instance.active[plan] | instance.pinned, plan, 0)  # the search starts on staying nodes
+    return instance, plan
+
+
+@st.composite
+def pairs(draw: st.DrawFn) -> tuple[LocalSearch, LocalSearch]:
+    """The same search state twice: with the kernels and without (the reference)."""
+    instance, plan = _instance(draw)
+    fast = LocalSearch(instance, plan, instance.current)
+    reference = LocalSearch(instance, plan, instance.current)
+    reference.kernels = None
+    return fast, reference
+
+
+def _same(fast: LocalSearch, reference: LocalSearch) -> None:
+    assert _signatures() == WARM  # nothing compiled after warm_up (it would take seconds inside a request)
+    assert fast.assignment.tobytes() == reference.assignment.tobytes()
+    assert fast.util.tobytes() == reference.util.tobytes()
+    assert fast.used_moves == reference.used_moves
+    assert np.float64(fast.used_cost).tobytes() == np.float64(reference.used_cost).tobytes()
+
+
+def test_warm_up_turns_the_kernels_on() -> None:
+    assert kernels_ready()
+    instance, plan = _instance_fixed()
+    assert LocalSearch(instance, plan, instance.current).kernels is not None
+
+
+def _instance_fixed() -> tuple[AssignmentInstance, np.ndarray]:
+    current = np.array([0, 0, 0, 1], dtype=np.int64)
+    instance = AssignmentInstance(
+        node_ids=("a", "b"),
+        capacity=np.array([1.0, 1.0]),
+        draining=np.zeros(2, dtype=bool),
+        unit_ids=("u0", "u1", "u2", "u3"),
+        current=current,
+        series=np.array([[1.0], [1.0], [2.0], [1.0]]),
+        state_size=np.ones(4),
+        pinned=np.zeros(4, dtype=bool),
+        max_migrations=1,
+    )
+    return instance, current
+
+
+@SETTINGS
+@given(searches=pairs())
+def test_descent_steps_equal_the_reference(searches: tuple[LocalSearch, LocalSearch]) -> None:
+    fast, reference = searches
+    assert fast.kernels is not None
+    for _ in range(60):
+        took = fast.step()
+        assert took == reference.step()
+        _same(fast, reference)
+        if not took:
+            break
+
+
+@SETTINGS
+@given(searches=pairs(), elements=st.integers(1, 60))
+def test_descent_steps_equal_the_reference_with_few_swap_partners(
+    searches: tuple[LocalSearch, LocalSearch], elements: int
+) -> None:
+    """SWAP_ELEMENTS cut to a few pairs, so the partners are cut to the most opposite nodes' units (at scale)."""
+    fast, reference = searches
+    with patch.object(local_search, "SWAP_ELEMENTS", elements):
+        for _ in range(60):
+            took = fast.step()
+            assert took == reference.step()
+            _same(fast, reference)
+            if not took:
+                break
+
+
+@SETTINGS
+@given(searches=pairs(), seed=st.integers(0, 1000), factor=st.floats(0.5, 1.5))
+def test_band_repair_and_descent_equal_the_reference(
+    searches: tuple[LocalSearch, LocalSearch], seed: int, factor: float
+) -> None:
+    fast, reference = searches
+    band = max(fast.key()[0] * factor, 1e-12)
+    fast.fill_band(band, np.random.default_rng(seed), np.inf, 40)
+    reference.fill_band(band, np.random.default_rng(seed), np.inf, 40)
+    _same(fast, reference)
+    fast.descend(np.inf, 40)
+    reference.descend(np.inf, 40)
+    _same(fast, reference)
+
+
+@SETTINGS
+@given(searches=pairs(), seed=st.integers(0, 1000))
+def test_perturbation_repairs_equal_the_reference(
+    searches: tuple[LocalSearch, LocalSearch], seed: int
+) -> None:
+    """A perturbation round's repair: a share of the migrations sent home, then the descent with plans seen."""
+    fast, reference = searches
+    fast.descend(np.inf, 40)
+    reference.descend(np.inf, 40)
+    migrated = np.flatnonzero(fast.migrated_mask())
+    if len(migrated):
+        home = np.random.default_rng(seed).choice(migrated, size=max(1, len(migrated) // 2), replace=False)
+        fast.send_home(home)
+        reference.send_home(home)
+    seen_fast: set[int] = set()
+    seen_reference: set[int] = set()
+    fast.descend(np.inf, 40, seen=seen_fast)
+    reference.descend(np.inf, 40, seen=seen_reference)
+    _same(fast, reference)
+    assert seen_fast == seen_reference
+
+
+def test_warm_up_compiles_each_kernel_once() -> None:
+    assert all(
+        WARM[name] == 1 for name in ("scan_moves", "scan_swaps", "scan_fill", "scan_legs", "move_unit")
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.sampled_from([-1.0, 0.0, -0.0, 0.5, 1.0, 2.0, 1e300, 5e-324]), max_size=70),
+    x=st.sampled_from([-2.0, -0.0, 0.0, 0.5, 1.0, 1.5, 2.0, 1e300, 5e-324]),
+)
+def test_searches_equal_numpy_searchsorted(values: list[float], x: float) -> None:
+    ordered = np.sort(np.array(values, dtype=np.float64))
+    assert compiled._search_left(ordered, x) == np.searchsorted(ordered, x, side="left")
+    assert compiled._search_right(ordered, x) == np.searchsorted(ordered, x, side="right")
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.sampled_from([-1.0, 0.0, -0.0, 0.5, 2.0, 1e300, -1e-300]), min_size=1, max_size=70))
+def test_insertion_sort_equals_the_stable_argsort(values: list[float]) -> None:
+    array = np.array(values, dtype=np.float64)
+    index = np.random.default_rng(len(values)).permutation(len(values)).astype(np.int64)
+    expected = index[array[index].argsort(kind="stable")]
+    assert np.array_equal(compiled.least_first(array, index), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gain=st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 1e-12, 1e12]), min_size=1, max_size=60),
+    seed=st.integers(0, 1000),
+)
+def test_efficiency_ranking_equals_the_lexsort(gain: list[float], seed: int) -> None:
+    """LocalSearch._rank's lexsort under a cost budget, its first RESOURCE_TRIES, ties included."""
+    rng = np.random.default_rng(seed)
+    gains = np.array(gain)
+    delta_c = rng.choice([-2.0, 0.0, 0.0, 1.0, 2.0, 4.0], size=len(gains))
+    index = np.sort(rng.choice(len(gains), size=rng.integers(0, len(gains) + 1), replace=False)).astype(
+        np.int64
+    )
+    cost = delta_c[index]
+    efficiency = np.where(cost > 0, gains[index] / np.where(cost > 0, cost, 1.0), np.inf)
+    expected = index[np.lexsort((-gains[index], -efficiency))][: local_search.RESOURCE_TRIES]
+    ranked = compiled.rank_by_efficiency(index, gains, delta_c, local_search.RESOURCE_TRIES)
+    assert np.array_equal(ranked, expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes=st.integers(1, 10_000), units=st.integers(0, 300), seed=st.integers(0, 1000))
+def test_plan_hash_equals_the_numpy_keys(nodes: int, units: int, seed: int) -> None:
+    assignment = np.random.default_rng(seed).integers(0, nodes, size=units).astype(np.int64)
+    expected = local_search._placement_keys(np.arange(units), assignment, nodes)
+    assert compiled.placement_keys(assignment, nodes) == expected
