@@ -17,7 +17,8 @@ tiny values) and whole descents and band repairs with and without them, step by 
 
 The kernels are compiled on first use, or loaded from numba's on-disk cache (`cache=True`, in `__pycache__`):
 `local_search.warm_up()` does that once per process (the service, before it forks its solver workers, which
-inherit the compiled code), and until then the search runs its numpy code, so no compile ever lands inside a request's time limit.
+inherit the compiled code), and until then the search runs its numpy code, so no compile ever lands inside a
+request's time limit.
 """
 
 from __future__ import annotations
