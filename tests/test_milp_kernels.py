@@ -7,6 +7,9 @@ and no call after warm_up() compiles anything (a compile inside a request would 
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
 from unittest.mock import patch
 
 import numpy as np
@@ -228,3 +231,38 @@ def test_plan_hash_equals_the_numpy_keys(nodes: int, units: int, seed: int) -> N
     assignment = np.random.default_rng(seed).integers(0, nodes, size=units).astype(np.int64)
     expected = local_search._placement_keys(np.arange(units), assignment, nodes)
     assert compiled.placement_keys(assignment, nodes) == expected
+
+
+def test_a_read_only_cache_is_used_from_a_writable_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image's prebuilt cache under a read-only root file system: numba would not use it (it writes a test file
+    into its cache directory first) and compile for seconds; warm_up copies it to a writable temporary directory."""
+    from numba.core import config
+
+    image_cache = tmp_path / "image-cache"
+    (image_cache / "milp_0123").mkdir(parents=True)
+    (image_cache / "milp_0123" / "kernels.step-1.py311.nbi").write_bytes(b"an index")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(config, "CACHE_DIR", str(image_cache))
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(temporary))
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: real_access(path, mode) and Path(path) != image_cache
+    )
+    local_search._writable_cache()
+    copy = temporary / "trimtab-numba-cache"
+    assert str(copy) == config.CACHE_DIR
+    assert (copy / "milp_0123" / "kernels.step-1.py311.nbi").read_bytes() == b"an index"
+
+
+def test_a_writable_cache_is_used_where_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from numba.core import config
+
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path))
+    local_search._writable_cache()
+    assert str(tmp_path) == config.CACHE_DIR
+    monkeypatch.setattr(config, "CACHE_DIR", "")  # no cache directory set: numba's own places (in the tree)
+    local_search._writable_cache()
+    assert config.CACHE_DIR == ""
