@@ -30,10 +30,11 @@ def to_instance(request: AssignmentRequest | dict[str, Any]) -> AssignmentInstan
     node_index = dict(zip(node_ids, range(len(node_ids)), strict=True))
     unit_ids = tuple(map(itemgetter("id"), fields))
     loads = list(map(itemgetter("load"), fields))
-    if isinstance(loads[0], list):
-        series = np.array(loads, dtype=np.float64)
-    else:  # single loads: no list per unit (250,000 of them cost a second)
+    single = not isinstance(loads[0], list)
+    if single:  # single loads: no list per unit (250,000 of them cost a second)
         series = np.array(loads, dtype=np.float64)[:, None]
+    else:
+        series = np.array(loads, dtype=np.float64)
     # (most snapshots name no resource: one C-level truth scan then, no set of every unit's names)
     unit_resources = list(map(itemgetter("resources"), fields))
     node_resources = list(map(itemgetter("resources"), nodes))
@@ -55,19 +56,22 @@ def to_instance(request: AssignmentRequest | dict[str, Any]) -> AssignmentInstan
     # Traffic names units: index them only when there is traffic.
     unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if traffic else {}
     max_migrations = budget["max_migrations"]
-    return AssignmentInstance(
+    # The columns the small paths read as lists (solvers.instance: `*_values`) are listed first and handed over
+    # with the arrays built from them: each converted once (the validated fields' values are Python floats, bools
+    # and the node indices ints, as the arrays' tolist() gives them back).
+    capacity = list(map(itemgetter("capacity"), nodes))
+    draining = list(map(itemgetter("draining"), nodes))
+    # Every named node exists (reference_errors ran first); None is no node.
+    current = list(map(node_index.get, map(itemgetter("node"), fields), repeat(UNPLACED)))
+    state_size = list(map(itemgetter("state_size"), fields))
+    instance = AssignmentInstance(
         node_ids=node_ids,
-        capacity=np.array(list(map(itemgetter("capacity"), nodes)), dtype=np.float64),
-        draining=np.array(list(map(itemgetter("draining"), nodes)), dtype=np.bool_),
+        capacity=np.array(capacity, dtype=np.float64),
+        draining=np.array(draining, dtype=np.bool_),
         unit_ids=unit_ids,
-        # Every named node exists (reference_errors ran first); None is no node.
-        current=np.fromiter(
-            map(node_index.get, map(itemgetter("node"), fields), repeat(UNPLACED)),
-            dtype=np.int64,
-            count=n_units,
-        ),
+        current=np.array(current, dtype=np.int64),
         series=series,
-        state_size=np.fromiter(map(itemgetter("state_size"), fields), dtype=np.float64, count=n_units),
+        state_size=np.array(state_size, dtype=np.float64),
         pinned=np.fromiter(map(itemgetter("pinned"), fields), dtype=np.bool_, count=n_units),
         operators=tuple(map(itemgetter("operator"), fields)),
         resource_names=resource_names,
@@ -81,6 +85,13 @@ def to_instance(request: AssignmentRequest | dict[str, Any]) -> AssignmentInstan
         max_migration_cost=budget["max_migration_cost"],
         serialization_cost=request["serialization_cost"],
     )
+    if n_units > SMALL_UNITS:  # (the large paths read the arrays: no lists kept)
+        return instance
+    lists = {"current_values": current, "capacity_values": capacity, "state_size_values": state_size}
+    lists["draining_values"] = draining
+    if single:
+        lists["load_values"] = loads
+    return instance.with_values(**lists)
 
 
 def _stats(stats: ClusterStats) -> dict[str, Any]:
@@ -107,12 +118,12 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     unit_ids = instance.unit_ids
     if instance.n_units <= SMALL_UNITS:
         # A small plan on Python lists (numpy's per-call overhead would be most of the cost); sums in numpy's order.
-        where, current = assignment.tolist(), instance.current.tolist()
+        where, current = assignment.tolist(), instance.current_values
         held = set(where)
-        drained = [i for i, drains in enumerate(instance.draining.tolist()) if drains and i not in held]
+        drained = [i for i, drains in enumerate(instance.draining_values) if drains and i not in held]
         # the units on another node now (a C-level scan), of them the ones placed before
         moved_units = [k for k in compress(range(len(where)), map(ne, where, current)) if current[k] >= 0]
-        sizes = instance.state_size.tolist()
+        sizes = instance.state_size_values
         cost = pairwise_sum([sizes[k] for k in moved_units])
         load_moved = pairwise_sum([instance.load_values[k] for k in moved_units])
         assigned = dict(zip(unit_ids, map(node_ids.__getitem__, where), strict=True))
