@@ -124,10 +124,13 @@ class AssignmentInstance:
         """This instance with list forms handed over by the caller that built its arrays from them (`load_values`
         and the `*_values` of the columns): each must equal the array's `tolist()` element for element, Python
         floats, ints and bools as tolist gives them (tests/test_small_paths.py checks the service's)."""
-        for name, listed in values.items():
-            if name not in _LIST_FORMS:
-                raise TypeError(f"{name} is not a list form of AssignmentInstance")
-            self.__dict__[name] = listed  # what cached_property itself stores: the property is then never computed
+        if not values.keys() <= _LIST_FORMS:
+            raise TypeError(
+                f"{', '.join(sorted(values.keys() - _LIST_FORMS))} is not a list form of AssignmentInstance"
+            )
+        self.__dict__.update(
+            values
+        )  # what cached_property itself stores: the properties are then never computed
         return self
 
     @cached_property
@@ -172,7 +175,14 @@ class AssignmentInstance:
 
 
 _LIST_FORMS = frozenset(
-    {"load_values", "current_values", "capacity_values", "state_size_values", "draining_values", "active_values"}
+    {
+        "load_values",
+        "current_values",
+        "capacity_values",
+        "state_size_values",
+        "draining_values",
+        "active_values",
+    }
 )
 
 

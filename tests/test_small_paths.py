@@ -230,7 +230,9 @@ def test_the_adapters_lists_are_the_arrays_lists_and_plan_the_same(
             if float(node["capacity"]).is_integer():
                 node["capacity"] = int(node["capacity"])
     fields = _FIELDS.validate_json(json.dumps(body))
-    assume(not reference_errors(fields))  # (every node draining, a unit pinned to one: the service answers 422)
+    assume(
+        not reference_errors(fields)
+    )  # (every node draining, a unit pinned to one: the service answers 422)
     for instance in (instance_of(body), to_instance(fields)):
         fresh = dataclasses.replace(instance)  # the same arrays, no list handed over
         for name in LIST_FORMS:
