@@ -123,6 +123,24 @@ def request_fields(request: AssignmentRequest | dict[str, Any]) -> dict[str, Any
     }
 
 
+class UnitColumns:
+    """One request's per-unit columns (each unit's value of one field, in unit order) from its fields' values, each
+    listed once, by a C-level pass over the units' field dicts, and then shared by whoever reads it: the cross-field
+    checks and the service's adapter read the same four columns (a pass is 2.5 us on 100 units). Read only."""
+
+    __slots__ = ("_listed", "_units")
+
+    def __init__(self, units: list[dict[str, Any]]) -> None:
+        self._units = units
+        self._listed: dict[str, list[Any]] = {}
+
+    def __getitem__(self, key: str) -> list[Any]:
+        listed = self._listed.get(key)
+        if listed is None:
+            listed = self._listed[key] = list(map(itemgetter(key), self._units))
+        return listed
+
+
 # ---------------------------------------------------------------------------------------------- response
 
 
@@ -214,14 +232,18 @@ class PlanResponse(ResponseModel):
 Loc = tuple[str | int, ...]
 
 
-def reference_errors(request: AssignmentRequest | dict[str, Any]) -> list[tuple[Loc, str]]:
+def reference_errors(
+    request: AssignmentRequest | dict[str, Any], columns: UnitColumns | None = None
+) -> list[tuple[Loc, str]]:
     """Cross-field rules that a single field's type cannot say. Each error names the offending field.
 
-    Run by the service right after parsing, on the model or its fields' values (`request_fields`); an empty list
-    means the snapshot is consistent.
+    Run by the service right after parsing, on the model or its fields' values (`request_fields`), with the
+    request's unit columns when the caller lists them for itself too; an empty list means the snapshot is consistent.
     """
     request = request_fields(request)
     nodes, units, traffic = request["nodes"], request["units"], request["traffic"]
+    if columns is None:
+        columns = UnitColumns(units)
     errors: list[tuple[Loc, str]] = []
     node_index: dict[str, int] = {}
     for i, node in enumerate(nodes):
@@ -237,15 +259,15 @@ def reference_errors(request: AssignmentRequest | dict[str, Any]) -> list[tuple[
     # The common snapshot breaks none of the per-unit rules below: C-level scans of the columns say so first (a Python
     # pass per unit cost 40 us on 100 units, a third of a small plan's validation); only otherwise the pass that names
     # each offending unit.
-    ids = list(map(itemgetter("id"), units))
+    ids = columns["id"]
     id_set = set(ids)
-    named = set(map(itemgetter("node"), units))
+    named = set(columns["node"])
     named.discard(None)
-    any_pinned = any(map(itemgetter("pinned"), units))
+    any_pinned = any(columns["pinned"])
     clean = (
         not any_pinned
         and named <= node_index.keys()
-        and list not in set(map(type, map(itemgetter("load"), units)))
+        and list not in set(map(type, columns["load"]))
         and len(id_set) == len(ids)
     )
     if clean:

@@ -11,31 +11,37 @@ import numpy as np
 from schemas.assignment import (
     AssignmentRequest,
     PlanResponse,
+    UnitColumns,
     request_fields,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from solvers.metrics import SMALL_UNITS, ClusterStats, cluster_stats, pairwise_sum
 
 
-def to_instance(request: AssignmentRequest | dict[str, Any]) -> AssignmentInstance:
-    """The solver's instance of a request: the model, or its fields' values (schemas.assignment.request_fields)."""
+def to_instance(
+    request: AssignmentRequest | dict[str, Any], columns: UnitColumns | None = None
+) -> AssignmentInstance:
+    """The solver's instance of a request: the model, or its fields' values (schemas.assignment.request_fields),
+    with its unit columns when the caller has listed some already (the cross-field checks read four of them)."""
     # Per-unit columns through map() with C-level getters: one pass each and no Python frame per unit (250,000),
     # read from each unit's field dict (a dict lookup is 40 % cheaper than a model's attribute lookup: the seven
     # columns cost less than the one pass that lists the dicts).
     request = request_fields(request)
     fields, nodes, traffic = request["units"], request["nodes"], request["traffic"]
     budget = request["budget"]
+    if columns is None:
+        columns = UnitColumns(fields)
     n_units = len(fields)
     node_ids = tuple(map(itemgetter("id"), nodes))
     node_index = dict(zip(node_ids, range(len(node_ids)), strict=True))
-    unit_ids = tuple(map(itemgetter("id"), fields))
-    loads = list(map(itemgetter("load"), fields))
-    if isinstance(loads[0], list):
-        series = np.array(loads, dtype=np.float64)
-    else:  # single loads: no list per unit (250,000 of them cost a second)
-        series = np.array(loads, dtype=np.float64)[:, None]
+    unit_ids = tuple(columns["id"])
+    loads = columns["load"]
+    single = not isinstance(loads[0], list)
+    series = np.array(loads, dtype=np.float64)
+    if single:  # single loads: no list per unit (250,000 of them cost a second)
+        series = series[:, None]
     # (most snapshots name no resource: one C-level truth scan then, no set of every unit's names)
-    unit_resources = list(map(itemgetter("resources"), fields))
+    unit_resources = columns["resources"]
     node_resources = list(map(itemgetter("resources"), nodes))
     resource_names = (
         tuple(sorted(set().union(*unit_resources, *node_resources)))
@@ -55,21 +61,26 @@ def to_instance(request: AssignmentRequest | dict[str, Any]) -> AssignmentInstan
     # Traffic names units: index them only when there is traffic.
     unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if traffic else {}
     max_migrations = budget["max_migrations"]
-    return AssignmentInstance(
+    # The columns the small paths read as lists (solvers.instance: `*_values`) are listed first and handed over
+    # with the arrays built from them: each converted once (the validated fields' values are Python floats, bools
+    # and the node indices ints, as the arrays' tolist() gives them back).
+    capacity = list(map(itemgetter("capacity"), nodes))
+    draining = list(map(itemgetter("draining"), nodes))
+    state_size = columns["state_size"]
+    instance = AssignmentInstance(
         node_ids=node_ids,
-        capacity=np.array(list(map(itemgetter("capacity"), nodes)), dtype=np.float64),
-        draining=np.array(list(map(itemgetter("draining"), nodes)), dtype=np.bool_),
+        capacity=np.array(capacity, dtype=np.float64),
+        draining=np.array(draining, dtype=np.bool_),
         unit_ids=unit_ids,
-        # Every named node exists (reference_errors ran first); None is no node.
+        # Every named node exists (reference_errors ran first); None is no node. (Straight into the array: listing
+        # the indices first cost more than the one tolist() the small paths then share.)
         current=np.fromiter(
-            map(node_index.get, map(itemgetter("node"), fields), repeat(UNPLACED)),
-            dtype=np.int64,
-            count=n_units,
+            map(node_index.get, columns["node"], repeat(UNPLACED)), dtype=np.int64, count=n_units
         ),
         series=series,
-        state_size=np.fromiter(map(itemgetter("state_size"), fields), dtype=np.float64, count=n_units),
-        pinned=np.fromiter(map(itemgetter("pinned"), fields), dtype=np.bool_, count=n_units),
-        operators=tuple(map(itemgetter("operator"), fields)),
+        state_size=np.array(state_size, dtype=np.float64),
+        pinned=np.array(columns["pinned"], dtype=np.bool_),
+        operators=tuple(columns["operator"]),
         resource_names=resource_names,
         resource_usage=usage.reshape(n_units, len(resource_names)),
         resource_capacity=capacity_r.reshape(len(nodes), len(resource_names)),
@@ -81,6 +92,12 @@ def to_instance(request: AssignmentRequest | dict[str, Any]) -> AssignmentInstan
         max_migration_cost=budget["max_migration_cost"],
         serialization_cost=request["serialization_cost"],
     )
+    if n_units > SMALL_UNITS:  # (the large paths read the arrays: no lists kept)
+        return instance
+    lists = {"capacity_values": capacity, "draining_values": draining, "state_size_values": state_size}
+    if single:
+        lists["load_values"] = loads
+    return instance.with_values(**lists)
 
 
 def _stats(stats: ClusterStats) -> dict[str, Any]:
@@ -107,12 +124,12 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     unit_ids = instance.unit_ids
     if instance.n_units <= SMALL_UNITS:
         # A small plan on Python lists (numpy's per-call overhead would be most of the cost); sums in numpy's order.
-        where, current = assignment.tolist(), instance.current.tolist()
+        where, current = assignment.tolist(), instance.current_values
         held = set(where)
-        drained = [i for i, drains in enumerate(instance.draining.tolist()) if drains and i not in held]
+        drained = [i for i, drains in enumerate(instance.draining_values) if drains and i not in held]
         # the units on another node now (a C-level scan), of them the ones placed before
         moved_units = [k for k in compress(range(len(where)), map(ne, where, current)) if current[k] >= 0]
-        sizes = instance.state_size.tolist()
+        sizes = instance.state_size_values
         cost = pairwise_sum([sizes[k] for k in moved_units])
         load_moved = pairwise_sum([instance.load_values[k] for k in moved_units])
         assigned = dict(zip(unit_ids, map(node_ids.__getitem__, where), strict=True))

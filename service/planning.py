@@ -23,6 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from schemas.assignment import (
     AssignmentRequest,
     AssignmentRequestFields,
+    UnitColumns,
     reference_errors,
     request_fields,
 )
@@ -319,7 +320,8 @@ def _plan(
         ("parse", parsed.parse_started[0]),
     ]  # phase ends, for the Server-Timing header
     marks.append(("check", time.monotonic()))
-    errors = reference_errors(request) + size_errors(request, settings)
+    columns = UnitColumns(request["units"])  # (listed once for the checks and the adapter)
+    errors = reference_errors(request, columns) + size_errors(request, settings)
     if errors:
         raise invalid_snapshot(errors)
     time_limit = resolve_time_limit(request["time_limit_s"], settings)
@@ -357,10 +359,10 @@ def _plan(
             ]
         )
     marks.append(("adapt", time.monotonic()))
-    instance = to_instance(request)
+    instance = to_instance(request, columns)
     # Nothing below reads the fields (the validator reads the JSON data, parsed.raw). They stay in memory until the
     # answer is built all the same: `parsed` holds them too.
-    del request
+    del request, columns
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
     # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
     solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))

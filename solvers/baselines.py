@@ -363,22 +363,22 @@ def _plain_small(instance: AssignmentInstance) -> bool:
     return (
         instance.n_units <= SMALL_UNITS
         and not instance.resource_names
-        and not instance.draining.any()
-        and bool((instance.current >= 0).all())
+        and not any(instance.draining_values)
+        and (not instance.current_values or min(instance.current_values) >= 0)
     )
 
 
 def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     """`flux` on Python lists for a small plain instance (see SMALL_UNITS): each step is the numpy path's operation
     on one element, in the same order, so the plan is the same."""
-    current: list[int] = instance.current.tolist()
+    current = instance.current_values
     load = instance.load_values
     load_pct = [100.0 * unit_load for unit_load in load]  # the first product of the shift, as numpy takes it
-    capacity: list[float] = instance.capacity.tolist()
+    capacity = instance.capacity_values
     movable: list[bool] = instance.movable.tolist()
-    state_size: list[float] = instance.state_size.tolist()
+    state_size = instance.state_size_values
     n_nodes = instance.n_nodes
-    node_load: list[float] = instance.current_node_load.tolist()
+    node_load = list(instance.current_node_load_values)  # (changed move by move below: a copy)
     cap = instance.utilization_cap()
     assignment = list(current)
     max_moves, max_cost = instance.max_migrations, instance.max_migration_cost

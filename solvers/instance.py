@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -92,6 +92,47 @@ class AssignmentInstance:
         """`load` as a Python list (what the small-instance paths of the solvers and statistics read)."""
         return self.load.tolist()
 
+    # The columns as Python lists, what the small-instance paths of the solvers, the statistics and the answer read
+    # (see solvers.metrics.SMALL_UNITS): each converted once per instance, whoever asks first. A caller that built
+    # the arrays from lists may hand those over instead (`with_values`), so a column is converted once in all.
+    @cached_property
+    def current_values(self) -> list[int]:
+        return self.current.tolist()
+
+    @cached_property
+    def capacity_values(self) -> list[float]:
+        return self.capacity.tolist()
+
+    @cached_property
+    def state_size_values(self) -> list[float]:
+        return self.state_size.tolist()
+
+    @cached_property
+    def draining_values(self) -> list[bool]:
+        return self.draining.tolist()
+
+    @cached_property
+    def active_values(self) -> list[bool]:
+        return self.active.tolist()
+
+    @cached_property
+    def current_node_load_values(self) -> list[float]:
+        """`current_node_load` as a list (read only: copy it to change it)."""
+        return self.current_node_load.tolist()
+
+    def with_values(self, **values: list[Any]) -> AssignmentInstance:
+        """This instance with list forms handed over by the caller that built its arrays from them (`load_values`
+        and the `*_values` of the columns): each must equal the array's `tolist()` element for element, Python
+        floats, ints and bools as tolist gives them (tests/test_small_paths.py checks the service's)."""
+        if not values.keys() <= _LIST_FORMS:
+            raise TypeError(
+                f"{', '.join(sorted(values.keys() - _LIST_FORMS))} is not a list form of AssignmentInstance"
+            )
+        self.__dict__.update(
+            values
+        )  # what cached_property itself stores: the properties are then never computed
+        return self
+
     @cached_property
     def total_load(self) -> float:
         """Sum of the mean loads, as numpy sums them (pairwise), once per instance."""
@@ -131,6 +172,18 @@ class AssignmentInstance:
             self.max_migration_cost is not None
             and float(self.state_size[moved].sum()) > self.max_migration_cost * (1 + 1e-12)
         )
+
+
+_LIST_FORMS = frozenset(
+    {
+        "load_values",
+        "current_values",
+        "capacity_values",
+        "state_size_values",
+        "draining_values",
+        "active_values",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -156,13 +156,13 @@ def _single_load_stats(
 ) -> ClusterStats:
     """`cluster_stats` of single loads on Python lists, each step numpy's operation in numpy's order."""
     per_node = [0.0] * len(capacity)
-    where = assignment.tolist()
+    where = instance.current_values if assignment is instance.current else assignment.tolist()
     loads = instance.load_values
     held = set(where)
     unplaced = -1 in held
     held.discard(-1)  # units without a node count nowhere
     if assignment is instance.current and len(capacity) == instance.n_nodes:  # the state before: summed once
-        per_node = instance.current_node_load.tolist()
+        per_node = instance.current_node_load_values
     elif unplaced:
         for node, load in zip(where, loads, strict=True):
             if node >= 0:
@@ -204,8 +204,8 @@ def cluster_stats(
     Reductions are called as ufunc methods: numpy's Python wrappers (np.max, .mean, .var) cost more than the sums
     on a small cluster; single loads of a small instance are computed on Python lists (see SMALL_UNITS)."""
     if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS:
-        capacity_list = instance.capacity.tolist()
-        staying_list = instance.active.tolist()
+        capacity_list = list(instance.capacity_values)
+        staying_list = list(instance.active_values)
         if added_capacity is not None and len(added_capacity):
             capacity_list += [float(c) for c in added_capacity]
             staying_list += [True] * len(added_capacity)

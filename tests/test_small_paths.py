@@ -5,17 +5,22 @@ model's JSON; the validator finds the same problems on both of its paths."""
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import re
 from typing import Any
 
 import numpy as np
+import pydantic_core
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from schemas.assignment import AssignmentRequest, PlanResponse
+from schemas.assignment import AssignmentRequest, PlanResponse, reference_errors
 from service.adapters import plan_answer, to_instance
+from service.planning import _FIELDS
 from solvers import baselines, metrics, plan_check
+from solvers.errors import UnsolvableRequest
 from solvers.instance import AssignmentInstance
 from solvers.milp import bounds
 from solvers.plan_check import check_plan
@@ -183,3 +188,68 @@ def test_the_milp_bound_on_lists_is_the_numpy_bound(
     assert (small.value, small.threshold, small.static) == (large.value, large.threshold, large.static)
     for t in [*points, small.value, small.threshold, 0.5 * (small.value + small.threshold)]:
         assert small.feasible(t) == large.feasible(t)
+
+
+LIST_FORMS = (
+    "load_values",
+    "current_values",
+    "capacity_values",
+    "state_size_values",
+    "draining_values",
+    "active_values",
+    "current_node_load_values",
+)
+
+
+@SETTINGS
+@given(
+    body=small_snapshots(),
+    as_ints=st.booleans(),
+    unplaced=st.sets(st.integers(0, 59), max_size=5),
+    draining=st.sets(st.integers(0, 11), max_size=2),
+)
+def test_the_adapters_lists_are_the_arrays_lists_and_plan_the_same(
+    body: dict[str, Any], as_ints: bool, unplaced: set[int], draining: set[int]
+) -> None:
+    """The lists the adapter hands the instance (`with_values`) are its arrays' tolist(), value and type (JSON
+    integers become floats, -0.0 stays -0.0), with units without a node and draining nodes too; an instance
+    that converts its own arrays gives the same plan and the same answer bytes, from the JSON and from the models."""
+    body = copy.deepcopy(body)
+    for k in unplaced:
+        if k < len(body["units"]):
+            body["units"][k]["node"] = None
+    for i in draining:
+        if i < len(body["nodes"]):
+            body["nodes"][i]["draining"] = True
+    if as_ints:  # integer loads, capacities and state sizes as the JSON of a careless client writes them
+        for unit in body["units"]:
+            if not isinstance(unit["load"], list) and float(unit["load"]).is_integer():
+                unit["load"] = int(unit["load"])
+            unit["state_size"] = int(unit["state_size"])
+        for node in body["nodes"]:
+            if float(node["capacity"]).is_integer():
+                node["capacity"] = int(node["capacity"])
+    fields = _FIELDS.validate_json(json.dumps(body))
+    assume(
+        not reference_errors(fields)
+    )  # (every node draining, a unit pinned to one: the service answers 422)
+    for instance in (instance_of(body), to_instance(fields)):
+        fresh = dataclasses.replace(instance)  # the same arrays, no list handed over
+        for name in LIST_FORMS:
+            assert name not in fresh.__dict__
+            assert list(map(repr, getattr(instance, name))) == list(map(repr, getattr(fresh, name))), name
+        assert [_answer_or_refusal(i) for i in (instance, fresh)] == [_answer_or_refusal(fresh)] * 2
+
+
+def _answer_or_refusal(instance: AssignmentInstance) -> bytes | str:
+    """flux's answer bytes, or its refusal (a unit without a node that fits nowhere: a 422)."""
+    try:
+        return pydantic_core.to_json(plan_answer(instance, baselines.flux(instance), "flux", 1.5))
+    except UnsolvableRequest as exc:
+        return exc.msg
+
+
+def test_with_values_takes_only_list_forms() -> None:
+    instance = instance_of({"nodes": [{"id": "a"}], "units": [{"id": "u", "node": "a", "load": 1.0}]})
+    with pytest.raises(TypeError, match="load is not a list form"):
+        instance.with_values(load=[1.0])
