@@ -83,6 +83,14 @@ MODEL_SLICE_MIN = 0.1
 # Share of the bound's threshold within which the first bisection stops (a 0.1 % higher threshold for the aimed
 # starts; on the throughput bench's snapshots 15 tests instead of 29).
 COARSE_BISECTION = 1e-3
+# Acceptance of the iterated perturbation (Lourenco, Martin & Stutzle, "Iterated local search"): perturbations
+# start from a current plan, which a trial replaces when it is not worse (ties too: plateau moves); after
+# WALK_PERTURBATIONS perturbations without a new best plan the next trial replaces it whatever its distance (a
+# random-walk step away from the optimum the search is stuck at). The best plan is kept apart. Measured on real
+# skew: 0.7-2.3 % of the perturbations find a new best plan while the search moves (PERTURBATION_SHARE), so 300
+# perturbations without one happen by chance with probability 0.993^300 ~ 12 % at the lowest rate and are a
+# stall; a stuck optimum is left about once in 1,000 perturbations.
+WALK_PERTURBATIONS = 300
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -256,7 +264,8 @@ def solve_milp(
                 f"the full model is proven optimal ({backend}; integer scaling {2 * rounding:.2g} points)"
             )
         notes.append(
-            f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds; "
+            f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds "
+            f"({rounds_run.walks} walk steps); "
             f"stopped: {rounds_run.stop_reason}"
         )
         if backend == "cp-sat" and rounds:
@@ -318,6 +327,10 @@ class _Rounds:
         self.seen: set[int] = set()  # hashes of the plans the perturbations' descents passed through
         self.counts_for_stall = True
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
+        # The perturbations' current plan (None: the best plan) and their count since a new best or a walk step.
+        self.current: LocalSearch | None = None
+        self.since_best = 0
+        self.walks = 0  # trials accepted unconditionally (WALK_PERTURBATIONS)
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -351,15 +364,21 @@ class _Rounds:
         return improved
 
     def _perturbation_round(self, rng: np.random.Generator) -> bool:
-        """Iterated perturbation: a random share of the best plan's migrations sent home, then the descent."""
+        """Iterated perturbation: a random share of the current plan's migrations sent home, then the descent;
+        the trial becomes the current plan when not worse, or after a stall (WALK_PERTURBATIONS) whatever it is."""
         inst, best = self.instance, self.best
-        migrated = np.flatnonzero(best.search.migrated_mask())
+        current = best.search if self.current is None else self.current
+        migrated = np.flatnonzero(current.migrated_mask())
+        # A current plan with no migration left (walks can reach the current assignment): back to the best.
+        if not len(migrated) and current is not best.search:
+            current = best.search
+            migrated = np.flatnonzero(current.migrated_mask())
         if not len(migrated) or time.perf_counter() + 3 * self.setup_s >= self.deadline:
             return False
         # At most PERTURBATION_UNITS: the descent that follows takes a step per unit sent home, and a step costs
         # milliseconds at scale (a perturbation must stay a short round).
         size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(*PERTURBATION_SHARE) * len(migrated))))
-        trial = LocalSearch(inst, best.search.assignment, self.start)
+        trial = LocalSearch(inst, current.assignment, self.start)
         trial.send_home(rng.choice(migrated, size=size, replace=False))
         # The repair: the band repair then the descent, or the descent alone. The band repair's share of the time
         # follows the two kinds' improvements per second (FILL_SHARE counted in advance), within FILL_SHARE_RANGE:
@@ -383,7 +402,7 @@ class _Rounds:
             if self.by_size is None:
                 units = np.flatnonzero(inst.movable)
                 self.by_size = units[np.argsort(inst.load[units], kind="stable")]
-            band = best.key[0] * rng.uniform(*FILL_BAND)
+            band = current.key()[0] * rng.uniform(*FILL_BAND)
             trial.fill_band(
                 band, rng, self.deadline, FILL_STEPS_PER_NODE * len(trial.active_nodes), self.by_size
             )
@@ -391,6 +410,14 @@ class _Rounds:
         name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
         self.perturbations += 1
         improved = best.offer(trial, name)
+        self.since_best = 0 if improved else self.since_best + 1
+        if self.since_best >= WALK_PERTURBATIONS:
+            self.current, self.since_best = trial, 0
+            self.walks += 1
+        elif trial.key() <= current.key():
+            self.current = trial
+        else:
+            self.current = current
         spent = time.perf_counter() - started
         if fill:
             self.fill_s += spent
@@ -459,6 +486,8 @@ class _Rounds:
             return self._neighbourhood_round(rng, width, per_node, seconds)
         self.model_s += max(time.perf_counter() - started, 1e-6)
         self.model_wins += int(modelled)
+        if modelled:  # a new best plan from a model round: the perturbations continue from it
+            self.current, self.since_best = None, 0
         return modelled
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
