@@ -1,0 +1,71 @@
+"""The iterated perturbation's acceptance (solve.py, `_Rounds._perturbation_round`): perturbations start from a
+current plan that walks away from a stuck optimum after WALK_PERTURBATIONS trials without a new best, while the
+best plan is kept apart: the answer is never worse than the best start's descent."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from solvers.instance import AssignmentInstance
+from solvers.milp import solve
+from solvers.milp.local_search import LocalSearch
+
+
+def _instance(seed: int, budget: str) -> AssignmentInstance:
+    """20 nodes and 260 skewed units (more booleans than FULL_MODEL_MOVES: the rounds perturb), under a budget."""
+    rng = np.random.default_rng(seed)
+    n, u = 20, 260
+    current = rng.integers(0, n // 2, size=u).astype(np.int64)  # half the nodes hold everything: much to fix
+    return AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(n)),
+        capacity=np.full(n, 100.0),
+        draining=np.zeros(n, dtype=bool),
+        unit_ids=tuple(f"u{k}" for k in range(u)),
+        current=current,
+        series=rng.lognormal(0.0, 1.0, size=u)[:, None],
+        state_size=rng.uniform(1.0, 5.0, size=u),
+        pinned=np.zeros(u, dtype=bool),
+        max_migrations=12 if budget == "count" else None,
+        max_migration_cost=30.0 if budget == "cost" else None,
+    )
+
+
+@pytest.mark.parametrize("budget", ["count", "cost"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_walk_steps_move_the_current_plan_and_keep_the_best(
+    seed: int, budget: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(solve, "WALK_PERTURBATIONS", 5)
+    inst = _instance(seed, budget)
+    start = LocalSearch(inst, inst.current, inst.current)
+    start.descend(time.perf_counter() + 30, solve.DESCENT_STEPS)
+    best = solve._Best(start, "current plan")
+    rounds = solve._Rounds(inst, best, inst.current, 0.0, time.perf_counter() + 60, 0.0, seed, "cp-sat")
+    rng = np.random.default_rng(seed)
+    keys, worse_current = [best.key], 0
+    for _ in range(120):
+        rounds._perturbation_round(rng)
+        assert best.key <= keys[-1]  # the best plan never worsens
+        keys.append(best.key)
+        assert rounds.current is not None
+        assert inst.within_budget(rounds.current.assignment)
+        worse_current += int(rounds.current.key() > best.key)
+    assert rounds.perturbations == 120
+    assert rounds.walks >= 1
+    assert worse_current >= 1  # the current plan left the best (acceptance is not "better only")
+    assert best.key <= start.key()
+
+
+@pytest.mark.parametrize("budget", ["count", "cost"])
+def test_a_call_is_never_worse_than_its_start_descent_and_ends(budget: str) -> None:
+    inst = _instance(2, budget)
+    start = LocalSearch(inst, inst.current, inst.current)
+    start.descend(time.perf_counter() + 30, solve.DESCENT_STEPS)
+    plan = solve.solve_milp(inst, time_limit_s=0.5, seed=3)
+    answer = LocalSearch(inst, plan.assignment, inst.current)
+    assert inst.within_budget(plan.assignment)
+    assert answer.key() <= start.key()
+    assert any("walk steps" in note for note in plan.notes)  # the rounds ran (and ended: time limit)
