@@ -68,4 +68,4 @@ def test_a_call_is_never_worse_than_its_start_descent_and_ends(budget: str) -> N
     answer = LocalSearch(inst, plan.assignment, inst.current)
     assert inst.within_budget(plan.assignment)
     assert answer.key() <= start.key()
-    assert any("walk steps" in note for note in plan.notes)  # the rounds ran (and ended: time limit)
+    assert any("perturbation rounds" in note for note in plan.notes)  # the rounds ran (and ended: time limit)

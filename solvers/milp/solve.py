@@ -263,9 +263,10 @@ def solve_milp(
             notes.append(
                 f"the full model is proven optimal ({backend}; integer scaling {2 * rounding:.2g} points)"
             )
+        # Walk steps only where there were any: the notes of calls without them read as before.
+        walks = f" ({rounds_run.walks} walk steps)" if rounds_run.walks else ""
         notes.append(
-            f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds "
-            f"({rounds_run.walks} walk steps); "
+            f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds{walks}; "
             f"stopped: {rounds_run.stop_reason}"
         )
         if backend == "cp-sat" and rounds:
