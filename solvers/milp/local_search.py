@@ -634,14 +634,8 @@ class LocalSearch:
                 candidates.append((w, [(unit, dest)]))
             blocked = _smallest(improving[~fits], worst, COMPOUND_MOVES)
             blocked_units, blocked_dests = units[blocked], dests[blocked]
-        if not candidates:  # compound steps are cheap to evaluate (few blocked moves x the migrations): first
-            candidates = self._compound_candidates(blocked_units, blocked_dests, d)
         if not candidates:
-            candidates = self._swap_candidates(node, over, d)
-        if not candidates and self.chains:
-            candidates = self._chain_candidates(node, over, d)
-        if not candidates and self.chains and TWINS:
-            candidates = self._twin_candidates(blocked_units, blocked_dests, d)
+            candidates = self._blocked_candidates(node, over, d, blocked_units, blocked_dests)
         candidates.sort(key=lambda c: c[0])
         for _, steps in candidates[:RESOURCE_TRIES]:
             if self.resources.fits_steps(steps, assignment):
@@ -720,6 +714,17 @@ class LocalSearch:
             return True
         blocked = _smallest(improving[~fits], worst, COMPOUND_MOVES)
         blocked_units, blocked_dests = units[blocked], dests[blocked]
+        candidates = self._blocked_candidates(node, over, d, blocked_units, blocked_dests)
+        if not candidates:
+            return False
+        self.apply(min(candidates, key=lambda c: c[0])[1])  # the first of the stable sort by worst
+        return True
+
+    def _blocked_candidates(
+        self, node: int, over: bool, d: float, blocked_units: IntArray, blocked_dests: IntArray
+    ) -> list[tuple[float, list[tuple[int, int]]]]:
+        """When no single move improves within the budget: the first kind of step that has candidates, compound
+        steps first (cheap to evaluate: few blocked moves x the migrations), then swaps, chains and twins."""
         candidates = self._compound_candidates(blocked_units, blocked_dests, d)
         if not candidates:
             candidates = self._swap_candidates(node, over, d)
@@ -727,10 +732,7 @@ class LocalSearch:
             candidates = self._chain_candidates(node, over, d)
         if not candidates and self.chains and TWINS:
             candidates = self._twin_candidates(blocked_units, blocked_dests, d)
-        if not candidates:
-            return False
-        self.apply(min(candidates, key=lambda c: c[0])[1])  # the first of the stable sort by worst
-        return True
+        return candidates
 
     def _rank(self, index: IntArray, gain: FloatArray, delta_c: FloatArray) -> IntArray:
         """Candidates best first: by the worst node after the step; under a cost budget by gain per unit of state
