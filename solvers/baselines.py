@@ -11,7 +11,6 @@ import bisect
 import heapq
 import time
 from collections import deque
-from itertools import compress
 
 import numpy as np
 
@@ -370,32 +369,49 @@ def _plain_small(instance: AssignmentInstance) -> bool:
 
 def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     """`flux` on Python lists for a small plain instance (see SMALL_UNITS): each step is the numpy path's operation
-    on one element, in the same order, so the plan is the same."""
+    on one element, in the same order, so the plan is the same.
+
+    The unit a pair moves is found by binary search, not by a pass over the giver's units: each node keeps its
+    movable units in order of load (ties by unit index), along which the shift (100 load x per_load) and the
+    receiver's utilization after the move both grow (IEEE addition, and multiplication and division by a positive
+    number, are monotone). So the units that help the pair are one run of positions, their fit |gap - shift| falls
+    while the shift is below the gap and grows after, and the least fit is next to where the shift crosses the gap,
+    its ties the run of equal fits beside it. A cost budget (the units it allows depend on their state size, not on
+    their load), or numbers that could make a NaN, take the pass instead."""
     current = instance.current_values
     load = instance.load_values
-    load_pct = [100.0 * unit_load for unit_load in load]  # the first product of the shift, as numpy takes it
     capacity = instance.capacity_values
-    movable: list[bool] = instance.movable.tolist()
     state_size = instance.state_size_values
     n_nodes = instance.n_nodes
     node_load = list(instance.current_node_load_values)  # (changed move by move below: a copy)
-    cap = instance.utilization_cap()
     assignment = list(current)
     max_moves, max_cost = instance.max_migrations, instance.max_migration_cost
     cost_limit = None if max_cost is None else max_cost * (1 + 1e-12)
     moves, cost = 0, 0.0
     moves_left = _move_cap(instance)
     nodes = range(n_nodes)
-    # The movable units of each node in unit order, kept so move by move (the numpy path rebuilds them each round:
-    # the same lists, as a round's pairs are disjoint).
+    load_pct = [100.0 * unit_load for unit_load in load]  # the first product of the shift, as numpy takes it
+    # The movable units of each node by load, ties by unit index (a stable sort), kept so move by move (the numpy
+    # path rebuilds its units each round: the same sets, as a round's pairs are disjoint).
+    by_load: list[int] = instance.load.argsort(kind="stable").tolist()
     on_node: list[list[int]] = [[] for _ in nodes]
-    # (each unit appended to its node's list by one C-level pass: a Python loop over the units cost 8 us of 100)
-    units_in_order = (
-        range(len(assignment)) if all(movable) else list(compress(range(len(assignment)), movable))
-    )
-    deque(map(list.append, map(on_node.__getitem__, compress(assignment, movable)), units_in_order), maxlen=0)
+    pinned: list[bool] = instance.pinned.tolist()
+    if True in pinned:
+        for unit in by_load:
+            if not pinned[unit]:
+                on_node[current[unit]].append(unit)
+    else:
+        for unit in by_load:
+            on_node[current[unit]].append(unit)
+    # The search needs numbers that make no NaN: loads not negative, their sums finite (the service's snapshots
+    # always: loads and capacities are capped).
+    search = cost_limit is None and (not load or (load[by_load[0]] >= 0.0 and sum(load) < 1e300))
+    util = [100.0 * node_load[i] / capacity[i] for i in nodes]
+    if search and load and instance.utilization_cap_override is None:
+        cap = max(100.0, max(util))  # utilization_cap() of a plain instance: the same numbers, none a NaN
+    else:
+        cap = instance.utilization_cap()
     while not (max_moves is not None and moves >= max_moves) and moves_left > 0 and not deadline.passed:
-        util = [100.0 * node_load[i] / capacity[i] for i in nodes]
         tolerance = 1e-9 * max(1.0, max(map(abs, util)))
         order = sorted(nodes, key=util.__getitem__, reverse=True)  # stable, as argsort(-util, kind="stable")
         moved = False
@@ -404,35 +420,106 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
             gap = 100.0 * (node_load[hi] / capacity[hi] - node_load[lo] / capacity[lo])
             if gap <= tolerance:
                 break
-            units = on_node[hi]
-            if not units:
+            giver = on_node[hi]
+            if not giver:
                 continue
             per_load = 1.0 / capacity[hi] + 1.0 / capacity[lo]
             most = 2.0 * gap - tolerance
             lo_load, lo_capacity = node_load[lo], capacity[lo]
             # The numpy path sorts the useful units by fit (stably) and takes the first that the budget allows
-            # (BudgetTracker.allows: the count of moves tried, a move home included, and the cost): that is the
-            # first unit of least fit among those allowed, found here in one pass.
-            useful = False
-            best_fit, best = 0.0, -1
+            # (BudgetTracker.allows: the count of moves tried, a move home included, and the cost): the unit of
+            # least fit, ties by unit index, among those allowed; `at` is its position in `giver`.
             count_allows = max_moves is None or moves + 1 <= max_moves
-            for unit in units:
-                shift = load_pct[unit] * per_load
-                if tolerance < shift < most and 100.0 * (lo_load + load[unit]) / lo_capacity <= cap:
-                    useful = True
-                    fit = abs(gap - shift)
-                    if (
-                        (best < 0 or fit < best_fit)
-                        and count_allows
-                        and (cost_limit is None or not cost + state_size[unit] > cost_limit)
-                    ):
-                        best_fit, best = fit, unit
-            if not useful:
-                continue
-            if best >= 0:
-                unit, home = best, current[best]
+            at = -1
+            if search and gap < _INF and per_load < _INF:
+                size = len(giver)
+                # k: the first position whose shift reaches the gap (the division guesses it, exact steps settle it)
+                k = bisect.bisect_left(giver, gap / per_load, key=load_pct.__getitem__)
+                while k > 0 and load_pct[giver[k - 1]] * per_load >= gap:
+                    k -= 1
+                while k < size and load_pct[giver[k]] * per_load < gap:
+                    k += 1
+                # The helping position of least fit below the crossing (its shift is below the gap, so below
+                # `most`), and the one at or above it (its shift is above the tolerance): -1 where none.
+                low = k - 1
+                if low >= 0 and not tolerance < load_pct[giver[low]] * per_load:
+                    low = -1  # nor any smaller shift
+                elif low >= 0 and not 100.0 * (lo_load + load[giver[low]]) / lo_capacity <= cap:
+                    # over the receiver's cap (and so is every larger load): the last unit below that fits
+                    low = (
+                        bisect.bisect_right(
+                            giver, cap, 0, low, key=lambda unit: 100.0 * (lo_load + load[unit]) / lo_capacity
+                        )
+                        - 1
+                    )
+                    if low >= 0 and not tolerance < load_pct[giver[low]] * per_load:
+                        low = -1
+                high = k
+                if high < size and not (
+                    load_pct[giver[high]] * per_load < most
+                    and 100.0 * (lo_load + load[giver[high]]) / lo_capacity <= cap
+                ):
+                    high = size  # nor any larger shift
+                if low < 0 and high == size:
+                    continue  # no unit helps
+                fit_low = abs(gap - load_pct[giver[low]] * per_load) if low >= 0 else _INF
+                fit_high = abs(gap - load_pct[giver[high]] * per_load) if high < size else _INF
+                best_fit = min(fit_low, fit_high)
+                best = len(load)
+                if fit_low == best_fit:  # the run of equal fits down from `low`
+                    position = low
+                    while True:
+                        if giver[position] < best:
+                            best, at = giver[position], position
+                        position -= 1
+                        if position < 0:
+                            break
+                        shift = load_pct[giver[position]] * per_load
+                        if not tolerance < shift or abs(gap - shift) != best_fit:
+                            break  # (a smaller load fits the cap too)
+                if fit_high == best_fit:  # the run of equal fits up from `high`
+                    position = high
+                    while True:
+                        if giver[position] < best:
+                            best, at = giver[position], position
+                        position += 1
+                        if position == size:
+                            break
+                        shift = load_pct[giver[position]] * per_load
+                        if (
+                            not (
+                                shift < most
+                                and 100.0 * (lo_load + load[giver[position]]) / lo_capacity <= cap
+                            )
+                            or abs(gap - shift) != best_fit
+                        ):
+                            break
+                if not count_allows:
+                    at = -1
+            else:  # one pass over the giver's units in unit order
+                useful = False
+                best_fit, best = 0.0, -1
+                for unit in sorted(giver):
+                    shift = load_pct[unit] * per_load
+                    if tolerance < shift < most and 100.0 * (lo_load + load[unit]) / lo_capacity <= cap:
+                        useful = True
+                        fit = abs(gap - shift)
+                        if (
+                            (best < 0 or fit < best_fit)
+                            and count_allows
+                            and (cost_limit is None or not cost + state_size[unit] > cost_limit)
+                        ):
+                            best_fit, best = fit, unit
+                if not useful:
+                    continue
+                at = giver.index(best) if best >= 0 else -1
+            if at >= 0:
+                unit = giver.pop(at)
+                home = current[unit]
                 node_load[hi] -= load[unit]
                 node_load[lo] += load[unit]
+                util[hi] = 100.0 * node_load[hi] / capacity[hi]
+                util[lo] = 100.0 * node_load[lo] / capacity[lo]
                 was_moved, now_moved = assignment[unit] != home, lo != home
                 if now_moved and not was_moved:
                     moves += 1
@@ -441,16 +528,29 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                     moves -= 1
                     cost -= state_size[unit]
                 assignment[unit] = lo
-                units.remove(unit)
-                bisect.insort(on_node[lo], unit)
+                # into the receiver's units by load, after its units of smaller load and of equal load and index
+                receiver = on_node[lo]
+                position = bisect.bisect_right(receiver, load[unit], key=load.__getitem__)
+                while (
+                    position > 0
+                    and receiver[position - 1] > unit
+                    and load[receiver[position - 1]] == load[unit]
+                ):
+                    position -= 1
+                receiver.insert(position, unit)
                 moved = True
                 moves_left -= 1
             if (max_moves is not None and moves >= max_moves) or moves_left <= 0 or deadline.passed:
                 break
         if not moved:
             break
-    planned = np.array(assignment, dtype=np.int64)
-    return Plan(assignment=planned, status="feasible" if planned.tolist() != current else "unchanged")
+    return Plan(
+        assignment=np.array(assignment, dtype=np.int64),
+        status="feasible" if assignment != current else "unchanged",
+    )
+
+
+_INF = float("inf")
 
 
 def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:
