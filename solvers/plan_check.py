@@ -135,20 +135,36 @@ SMALL_UNITS = 512
 
 
 def _single_load_stats(
-    unit_load: list[float], total_load: float, where: list[int], capacity: list[float], staying: list[bool]
+    unit_load: list[float],
+    where_before: list[int],
+    where_after: list[int],
+    capacity: list[float],
+    staying_before: list[bool],
+    staying_after: list[bool],
+) -> tuple[dict[str, Any], dict[str, Any], float]:
+    """`_stats` of single loads before and after the plan on Python lists, and the total load: node sums unit by unit
+    (both states in one pass), the other sums exact (math.fsum)."""
+    n_nodes = len(capacity)
+    # one slot more: a unit without a node (index -1) is summed into it, and it is dropped (counted nowhere)
+    totals_before = [0.0] * (n_nodes + 1)
+    totals_after = [0.0] * (n_nodes + 1)
+    for node_before, node_after, load in zip(where_before, where_after, unit_load, strict=True):
+        totals_before[node_before] += load
+        totals_after[node_after] += load
+    del totals_before[n_nodes], totals_after[n_nodes]
+    total_load = math.fsum(unit_load)
+    return (
+        _single_load_state(totals_before, set(where_before), total_load, capacity, staying_before),
+        _single_load_state(totals_after, set(where_after), total_load, capacity, staying_after),
+        total_load,
+    )
+
+
+def _single_load_state(
+    totals: list[float], held: set[int], total_load: float, capacity: list[float], staying: list[bool]
 ) -> dict[str, Any]:
-    """`_stats` of single loads on Python lists: node sums unit by unit, the other sums exact (math.fsum)."""
-    totals = [0.0] * len(capacity)
-    held = set(where)
-    unplaced = -1 in held
+    """The statistics of one state from its node sums and the nodes its units are on (-1: none)."""
     held.discard(-1)
-    if unplaced:  # units without a node count nowhere
-        for node, load in zip(where, unit_load, strict=True):
-            if node >= 0:
-                totals[node] += load
-    else:
-        for node, load in zip(where, unit_load, strict=True):
-            totals[node] += load
     util = [100.0 * total / cap for total, cap in zip(totals, capacity, strict=True)]
     if all(staying):
         rows, util_staying, staying_capacity = totals, util, capacity
@@ -156,19 +172,22 @@ def _single_load_stats(
         rows, util_staying = list(compress(totals, staying)), list(compress(util, staying))
         staying_capacity = list(compress(capacity, staying))
     mean_util = 100.0 * total_load / math.fsum(staying_capacity)
-    mean_row = math.fsum(rows) / len(rows)
-    variance = math.fsum([(row - mean_row) * (row - mean_row) for row in rows]) / len(rows)
+    n_rows = len(rows)
+    mean_row = math.fsum(rows) / n_rows
+    variance = math.fsum([(row - mean_row) * (row - mean_row) for row in rows]) / n_rows
+    peak_util, low_util = max(util_staying), min(util_staying)
     return {
-        "load_distance": max([abs(u - mean_util) for u in util_staying]),
-        "max_utilization": max(util),
-        "min_utilization": min(util_staying),
+        # the largest |u - mean| is at the largest or the smallest u (u - mean is monotone in u, and exact in sign)
+        "load_distance": max(abs(peak_util - mean_util), abs(low_util - mean_util)),
+        "max_utilization": max(util) if util_staying is not util else peak_util,
+        "min_utilization": low_util,
         "imbalance": variance,
         "imbalance_total": variance,
         "parallelism": len(held),
         "avg_load_correlation": None,
         "mean_node_load_variance": None,
         "min_mean_node_load_variance": None,
-        "_peak_node_load": max(map(abs, totals)) if totals else 0.0,
+        "_peak_node_load": max(max(totals), -min(totals)) if totals else 0.0,
         "_util": util,  # each node's utilization, for the capacity rule
     }
 
@@ -414,9 +433,9 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         # series of one window is a single load.
         if loads and isinstance(loads[0], list):
             loads = [series[0] for series in loads]
-        total_load = math.fsum(loads)
-        before = _single_load_stats(loads, total_load, before_list, capacity_list, staying_before_list)
-        after = _single_load_stats(loads, total_load, after_list, capacity_list, staying_after_list)
+        before, after, total_load = _single_load_stats(
+            loads, before_list, after_list, capacity_list, staying_before_list, staying_after_list
+        )
         util_after: Any = after.pop("_util")
         before.pop("_util")
     else:
@@ -438,7 +457,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     after.update(traffic_after)
 
     # Capacity: a receiving node may not end above 100 % or the peak before, whichever is higher.
-    cap = max(100.0, before["max_utilization"]) if max(before_list, default=-1) >= 0 else None
+    # (some unit on a node before the plan: parallelism before counts the nodes that hold one)
+    cap = max(100.0, before["max_utilization"]) if before["parallelism"] > 0 else None
     limit = cap if cap is not None else max(100.0, after["max_utilization"])
     over = limit * (1 + 1e-9) + 1e-9
     for i in sorted(receivers):
@@ -450,7 +470,10 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # over it before the plan, like the utilization rule above) not above its own usage before.
     usage: dict[tuple[int, str], float] = {}
     usage_before: dict[tuple[int, str], float] = {}
-    has_resources = any(map(dict.get, unit_list, repeat("resources")))  # C-level scan; usually none
+    # (only a node's capacity limits a resource: without one, no unit's usage needs reading; most snapshots)
+    has_resources = any(map(dict.get, nodes.values(), repeat("resources"))) and any(
+        map(dict.get, unit_list, repeat("resources"))
+    )
     for k in [k for k, unit in enumerate(unit_list) if unit.get("resources")] if has_resources else []:
         for resource, amount in unit_list[k]["resources"].items():
             node_resource = (after_list[k], resource)
