@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import compress
+from typing import Any
 
 import numpy as np
 
@@ -180,18 +181,29 @@ def _single_load_stats(
     n = len(stay_loads)
     mean_load = pairwise_sum(stay_loads) / n
     variance = pairwise_sum([(load - mean_load) * (load - mean_load) for load in stay_loads]) / n
-    return ClusterStats(
-        load_distance=max([abs(u - mean_util) for u in util_staying]),
-        max_utilization=max(util),
-        min_utilization=min(util_staying),
+    peak, low = max(util_staying), min(util_staying)
+    return _cluster_stats(
+        # the largest |u - mean| is at the largest or the smallest u (u - mean is monotone in u, exact in sign)
+        load_distance=max(abs(peak - mean_util), abs(low - mean_util)),
+        max_utilization=peak if util_staying is util else max(util),
+        min_utilization=low,
         imbalance=variance,
         imbalance_total=0.0 + variance,
         avg_load_correlation=None,
         mean_node_load_variance=None,
         parallelism=len(held),
+        min_mean_node_load_variance=None,
         collocation_factor=collocation_factor(instance, assignment),
         load_index=load_index(instance, assignment),
     )
+
+
+def _cluster_stats(**fields: Any) -> ClusterStats:
+    """A ClusterStats of every field by name, without the frozen dataclass's __init__ (one object.__setattr__ per
+    field: a microsecond, on the path of every small plan's two statistics): the same object."""
+    stats = object.__new__(ClusterStats)
+    stats.__dict__.update(fields)
+    return stats
 
 
 def cluster_stats(
@@ -204,12 +216,13 @@ def cluster_stats(
     Reductions are called as ufunc methods: numpy's Python wrappers (np.max, .mean, .var) cost more than the sums
     on a small cluster; single loads of a small instance are computed on Python lists (see SMALL_UNITS)."""
     if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS:
-        capacity_list = list(instance.capacity_values)
-        staying_list = list(instance.active_values)
+        capacity_list = instance.capacity_values
+        draining = instance.draining_values
+        staying_list = [not drains for drains in draining] if True in draining else [True] * len(draining)
         if added_capacity is not None and len(added_capacity):
-            capacity_list += [float(c) for c in added_capacity]
+            capacity_list = capacity_list + [float(c) for c in added_capacity]
             staying_list += [True] * len(added_capacity)
-        if removed is not None:
+        if removed is not None and len(removed):
             for node in np.asarray(removed).tolist():
                 staying_list[node] = False
         if any(staying_list):  # (with no staying node numpy's path answers its nan)
