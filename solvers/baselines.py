@@ -429,11 +429,12 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
             # The numpy path sorts the useful units by fit (stably) and takes the first that the budget allows
             # (BudgetTracker.allows: the count of moves tried, a move home included, and the cost): the unit of
             # least fit, ties by unit index, among those allowed; `at` is its position in `giver`.
-            count_allows = max_moves is None or moves + 1 <= max_moves
+            # (Here moves < max_moves, by the loops' conditions: the count allows one more move.)
             at = -1
             if search and gap < _INF and per_load < _INF:
                 size = len(giver)
-                # k: the first position whose shift reaches the gap (the division guesses it, exact steps settle it)
+                # k: the first position whose shift reaches the gap (the division guesses it, exact steps settle it:
+                # the shift grows along the positions)
                 k = bisect.bisect_left(giver, gap / per_load, key=load_pct.__getitem__)
                 while k > 0 and load_pct[giver[k - 1]] * per_load >= gap:
                     k -= 1
@@ -494,8 +495,6 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                             or abs(gap - shift) != best_fit
                         ):
                             break
-                if not count_allows:
-                    at = -1
             else:  # one pass over the giver's units in unit order
                 useful = False
                 best_fit, best = 0.0, -1
@@ -504,10 +503,8 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                     if tolerance < shift < most and 100.0 * (lo_load + load[unit]) / lo_capacity <= cap:
                         useful = True
                         fit = abs(gap - shift)
-                        if (
-                            (best < 0 or fit < best_fit)
-                            and count_allows
-                            and (cost_limit is None or not cost + state_size[unit] > cost_limit)
+                        if (best < 0 or fit < best_fit) and (
+                            cost_limit is None or not cost + state_size[unit] > cost_limit
                         ):
                             best_fit, best = fit, unit
                 if not useful:
