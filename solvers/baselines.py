@@ -390,7 +390,6 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
     moves, cost = 0, 0.0
     moves_left = _move_cap(instance)
     nodes = range(n_nodes)
-    load_pct = [100.0 * unit_load for unit_load in load]  # the first product of the shift, as numpy takes it
     # The movable units of each node by load, ties by unit index (a stable sort), kept so move by move (the numpy
     # path rebuilds its units each round: the same sets, as a round's pairs are disjoint).
     by_load: list[int] = instance.load.argsort(kind="stable").tolist()
@@ -435,15 +434,15 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                 size = len(giver)
                 # k: the first position whose shift reaches the gap (the division guesses it, exact steps settle it:
                 # the shift grows along the positions)
-                k = bisect.bisect_left(giver, gap / per_load, key=load_pct.__getitem__)
-                while k > 0 and load_pct[giver[k - 1]] * per_load >= gap:
+                k = bisect.bisect_left(giver, gap / per_load / 100.0, key=load.__getitem__)
+                while k > 0 and 100.0 * load[giver[k - 1]] * per_load >= gap:
                     k -= 1
-                while k < size and load_pct[giver[k]] * per_load < gap:
+                while k < size and 100.0 * load[giver[k]] * per_load < gap:
                     k += 1
                 # The helping position of least fit below the crossing (its shift is below the gap, so below
                 # `most`), and the one at or above it (its shift is above the tolerance): -1 where none.
                 low = k - 1
-                if low >= 0 and not tolerance < load_pct[giver[low]] * per_load:
+                if low >= 0 and not tolerance < 100.0 * load[giver[low]] * per_load:
                     low = -1  # nor any smaller shift
                 elif low >= 0 and not 100.0 * (lo_load + load[giver[low]]) / lo_capacity <= cap:
                     # over the receiver's cap (and so is every larger load): the last unit below that fits
@@ -453,18 +452,18 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                         )
                         - 1
                     )
-                    if low >= 0 and not tolerance < load_pct[giver[low]] * per_load:
+                    if low >= 0 and not tolerance < 100.0 * load[giver[low]] * per_load:
                         low = -1
                 high = k
                 if high < size and not (
-                    load_pct[giver[high]] * per_load < most
+                    100.0 * load[giver[high]] * per_load < most
                     and 100.0 * (lo_load + load[giver[high]]) / lo_capacity <= cap
                 ):
                     high = size  # nor any larger shift
                 if low < 0 and high == size:
                     continue  # no unit helps
-                fit_low = abs(gap - load_pct[giver[low]] * per_load) if low >= 0 else _INF
-                fit_high = abs(gap - load_pct[giver[high]] * per_load) if high < size else _INF
+                fit_low = abs(gap - 100.0 * load[giver[low]] * per_load) if low >= 0 else _INF
+                fit_high = abs(gap - 100.0 * load[giver[high]] * per_load) if high < size else _INF
                 best_fit = min(fit_low, fit_high)
                 best = len(load)
                 if fit_low == best_fit:  # the run of equal fits down from `low`
@@ -475,7 +474,7 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                         position -= 1
                         if position < 0:
                             break
-                        shift = load_pct[giver[position]] * per_load
+                        shift = 100.0 * load[giver[position]] * per_load
                         if not tolerance < shift or abs(gap - shift) != best_fit:
                             break  # (a smaller load fits the cap too)
                 if fit_high == best_fit:  # the run of equal fits up from `high`
@@ -486,7 +485,7 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                         position += 1
                         if position == size:
                             break
-                        shift = load_pct[giver[position]] * per_load
+                        shift = 100.0 * load[giver[position]] * per_load
                         if (
                             not (
                                 shift < most
@@ -499,7 +498,7 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                 useful = False
                 best_fit, best = 0.0, -1
                 for unit in sorted(giver):
-                    shift = load_pct[unit] * per_load
+                    shift = 100.0 * load[unit] * per_load
                     if tolerance < shift < most and 100.0 * (lo_load + load[unit]) / lo_capacity <= cap:
                         useful = True
                         fit = abs(gap - shift)

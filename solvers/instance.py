@@ -157,9 +157,13 @@ class AssignmentInstance:
         computed once for the cap, the solvers' start and the statistics of the state before."""
         current = self.current
         if not len(current) or np.minimum.reduce(current) >= 0:  # every unit placed (most snapshots): no mask
-            return np.asarray(np.bincount(current, weights=self.load, minlength=self.n_nodes), dtype=np.float64)
+            return np.asarray(
+                np.bincount(current, weights=self.load, minlength=self.n_nodes), dtype=np.float64
+            )
         placed = current >= 0
-        return np.bincount(current[placed], weights=self.load[placed], minlength=self.n_nodes).astype(np.float64)
+        return np.bincount(current[placed], weights=self.load[placed], minlength=self.n_nodes).astype(
+            np.float64
+        )
 
     def migration_mask(self, assignment: IntArray) -> BoolArray:
         """Units that migrate: placed before and on another node now (a first placement is not a migration)."""
