@@ -92,6 +92,103 @@ def test_flux_on_lists_plans_exactly_as_flux_on_arrays(body: dict[str, Any], mon
 
 
 @SETTINGS
+@given(body=small_snapshots(), cap=st.sampled_from([None, 0.0, 1e-9, 50.0, 100.0, 150.0, 1e4]))
+def test_flux_search_plans_as_the_numpy_path_under_any_receiver_cap(
+    body: dict[str, Any], cap: float | None, monkeypatch_module: Any
+) -> None:
+    """The binary search of the small path (solvers.baselines._flux_small) against the numpy path's pass over the
+    giver's units, with a receiver cap below the current peak too (a derived instance's override): the cap test
+    then stops the helping units short of the crossing, and the search falls back to the last unit that fits."""
+    small_instance = dataclasses.replace(instance_of(body), utilization_cap_override=cap)
+    assert baselines._plain_small(small_instance)
+    small = baselines.flux(small_instance)
+    with monkeypatch_module.context() as patch:
+        patch.setattr(baselines, "SMALL_UNITS", 0)
+        large = baselines.flux(dataclasses.replace(instance_of(body), utilization_cap_override=cap))
+    assert small.assignment.tolist() == large.assignment.tolist()
+    assert small.status == large.status
+
+
+@st.composite
+def unplaced_and_draining(draw: st.DrawFn) -> dict[str, Any]:
+    """small_snapshots with units without a node and draining nodes (what the statistics and the validator see from
+    every algorithm); at least one node stays."""
+    body = copy.deepcopy(draw(small_snapshots()))
+    for unit in body["units"]:
+        if draw(st.integers(0, 7)) == 0:
+            unit["node"], unit["pinned"] = None, False
+    staying = draw(st.integers(0, len(body["nodes"]) - 1))
+    for i, node in enumerate(body["nodes"]):
+        if i != staying and draw(st.integers(0, 3)) == 0:
+            node["draining"] = True
+    for unit in body["units"]:  # (a pinned unit on a draining node is a 422)
+        if unit["node"] is not None and body["nodes"][int(unit["node"][1:])].get("draining"):
+            unit["pinned"] = False
+    return body
+
+
+@SETTINGS
+@given(
+    body=unplaced_and_draining(),
+    moves=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 11)), max_size=8),
+    added=st.lists(st.sampled_from([50.0, 1e-6, 3e12]), max_size=2),
+    removed=st.sets(st.integers(0, 11), max_size=2),
+)
+def test_statistics_on_lists_equal_the_numpy_statistics_with_draining_and_unplaced(
+    body: dict[str, Any],
+    moves: list[tuple[int, int]],
+    added: list[float],
+    removed: set[int],
+    monkeypatch_module: Any,
+) -> None:
+    instance = instance_of(body)
+    n_all = instance.n_nodes + len(added)
+    assignment = instance.current.copy()
+    for unit, node in moves:
+        if unit < instance.n_units:
+            assignment[unit] = node % n_all
+    leaving = np.array(sorted(i for i in removed if i < instance.n_nodes), dtype=np.int64)
+    staying = instance.active.copy()
+    staying[leaving] = False
+    assume(added or staying.any())  # (no staying node: no mean utilization, on either path)
+    cases = [(instance.current, None, None), (assignment, np.array(added), leaving)]
+    small = [metrics.cluster_stats(instance, a, c, r) for a, c, r in cases]
+    with monkeypatch_module.context() as patch:
+        patch.setattr(metrics, "SMALL_UNITS", 0)
+        fresh = instance_of(body)
+        large = [metrics.cluster_stats(fresh, a, c, r) for a, c, r in cases]
+    # every field, exactly (floats compared by their bits: nan equals nan, -0.0 differs from 0.0)
+    assert [list(map(repr, s.__dict__.values())) for s in small] == [
+        list(map(repr, s.__dict__.values())) for s in large
+    ]
+
+
+@SETTINGS
+@given(body=unplaced_and_draining(), corrupt=st.sampled_from(["none", "stat", "overload"]))
+def test_the_validator_finds_the_same_problems_on_both_paths_with_draining_and_unplaced(
+    body: dict[str, Any], corrupt: str, monkeypatch_module: Any
+) -> None:
+    """Units without a node before the plan (summed nowhere) and draining nodes (not staying) on the validator's
+    list path, against its array path."""
+    instance = instance_of(body)
+    try:
+        plan = baselines.flux(instance)
+    except UnsolvableRequest:
+        return  # a unit without a node that fits nowhere: the service answers 422
+    answer = plan_answer(instance, plan, "flux", 1.0)
+    if corrupt == "stat":
+        answer["before"]["load_distance"] = answer["before"]["load_distance"] * 1.5 + 1.0
+    elif corrupt == "overload":
+        answer["assignment"] = dict.fromkeys(answer["assignment"], body["nodes"][0]["id"])
+    small = check_plan(body, copy.deepcopy(answer))
+    with monkeypatch_module.context() as patch:
+        patch.setattr(plan_check, "SMALL_UNITS", 0)
+        large = check_plan(body, copy.deepcopy(answer))
+    assert [NUMBER.sub("#", p) for p in small] == [NUMBER.sub("#", p) for p in large]
+    assert (corrupt == "none") <= (small == [])
+
+
+@SETTINGS
 @given(body=small_snapshots(), moves=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 11)), max_size=8))
 def test_statistics_on_lists_equal_the_numpy_statistics_bit_for_bit(
     body: dict[str, Any], moves: list[tuple[int, int]], monkeypatch_module: Any
