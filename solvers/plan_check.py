@@ -284,37 +284,39 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     all_nodes = list(nodes) + [n for n in added if n not in nodes]
     draining = {n for n in nodes if nodes[n].get("draining", False)}
 
-    assignment: Mapping[str, str] = plan.get("assignment", {})
-    assigned_to = list(map(assignment.get, unit_ids))
-    if None in assigned_to or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
-        units = dict(zip(unit_ids, unit_list, strict=True))
-        missing = [u for u in units if u not in assignment]
-        extra = [u for u in assignment if u not in units]
-        if missing:
-            problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
-        if extra:
-            problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
-        if missing or extra:
-            return problems
-        # duplicate unit ids in the request (the service rejects those): check the last of each, as a dict keeps
-        unit_list = list(units.values())
-        unit_ids = list(units)
-        assigned_to = list(map(assignment.get, unit_ids))
-
     # Columns, one entry per unit in request order, each index looked up once. A plan of up to SMALL_UNITS units is
     # checked on Python lists (numpy's per-call overhead would be most of the time: 30 calls on 100 units); a larger
     # one with array operations, not a Python pass per unit (250,000 units). Both find the same units and rules.
-    n_units = len(unit_ids)
     index = {n: i for i, n in enumerate(all_nodes)}
     n_all = len(all_nodes)
-    current_list = list(map(dict.get, unit_list, repeat("node")))
-    # A unit without a node (None, or a node the request does not name) is nowhere before the plan.
-    before_list = list(map(index.get, current_list, repeat(-1)))
-    after_list = list(map(index.get, assigned_to, repeat(-2)))
-    if -2 in after_list:  # (a C-level scan first: a valid plan names known nodes only)
-        for k in [k for k, i in enumerate(after_list) if i == -2]:
-            problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
-        return problems
+    assignment: Mapping[str, str] = plan.get("assignment", {})
+    # Each unit's node after the plan; -2: not assigned, or to a node that does not exist (named below).
+    after_list = list(map(index.get, map(assignment.get, unit_ids), repeat(-2)))
+    if -2 in after_list or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
+        assigned_to = list(map(assignment.get, unit_ids))
+        if None in assigned_to or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
+            units = dict(zip(unit_ids, unit_list, strict=True))
+            missing = [u for u in units if u not in assignment]
+            extra = [u for u in assignment if u not in units]
+            if missing:
+                problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
+            if extra:
+                problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
+            if missing or extra:
+                return problems
+            # duplicate unit ids in the request (the service rejects those): check the last of each, as a dict keeps
+            unit_list = list(units.values())
+            unit_ids = list(units)
+            assigned_to = list(map(assignment.get, unit_ids))
+        after_list = list(map(index.get, assigned_to, repeat(-2)))
+        if -2 in after_list:
+            for k in [k for k, i in enumerate(after_list) if i == -2]:
+                problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
+            return problems
+    n_units = len(unit_ids)
+    # A unit without a node (None, or a node the request does not name) is nowhere before the plan. (Its node's
+    # name is read again for the few units that move.)
+    before_list = list(map(index.get, map(dict.get, unit_list, repeat("node")), repeat(-1)))
     removed_mask = [n in removed for n in all_nodes]
     blocked_mask = [n in draining or n in marked for n in all_nodes]  # receive no unit that moves
     small = n_units <= SMALL_UNITS
@@ -351,7 +353,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             problems.append(f"unit {unit_ids[k]!r} is on removed node {all_nodes[where_after[k]]!r}")
         for k in np.flatnonzero(changed & pinned).tolist():
             problems.append(
-                f"pinned unit {unit_ids[k]!r} moved from {current_list[k]!r} to {all_nodes[where_after[k]]!r}"
+                f"pinned unit {unit_ids[k]!r} moved from {unit_list[k].get('node')!r} to "
+                f"{all_nodes[where_after[k]]!r}"
             )
         for k in np.flatnonzero(changed & draining_mask[where_after]).tolist():
             problems.append(f"unit {unit_ids[k]!r} moved onto draining node {all_nodes[where_after[k]]!r}")
@@ -384,7 +387,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         src_list = list(map(dict.get, moves, repeat("from")))
         dst_list = list(map(itemgetter("to"), moves))
         cost_list = list(map(itemgetter("cost"), moves))
-        want_src_list = [current_list[k] for k in moved_list]
+        want_src_list = [unit_list[k].get("node") for k in moved_list]
         want_dst_list = [all_nodes[after_list[k]] for k in moved_list]
         if src_list == want_src_list and dst_list == want_dst_list and cost_list == want_cost_list:
             wrong: list[int] = []
@@ -403,7 +406,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             k = moved_list[j]
             problems.append(
                 f"move of {unit_ids[k]!r} reported as {(moves[j].get('from'), moves[j]['to'], float(moves[j]['cost']))}, "
-                f"is {(current_list[k], all_nodes[after_list[k]], want_cost_list[j])}"
+                f"is {(unit_list[k].get('node'), all_nodes[after_list[k]], want_cost_list[j])}"
             )
     count = len(moved_list)
     cost_total = math.fsum(want_cost_list)
