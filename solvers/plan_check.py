@@ -279,10 +279,25 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         if node_id not in nodes:
             problems.append(f"node {node_id!r} marked for removal is unknown")
 
-    capacity = {n: float(nodes[n].get("capacity", 100.0)) for n in nodes}
-    capacity.update(dict.fromkeys(added, new_capacity))
-    all_nodes = list(nodes) + [n for n in added if n not in nodes]
-    draining = {n for n in nodes if nodes[n].get("draining", False)}
+    # Per node, the request's then the added ones: its capacity, whether it stays before and after the plan (draining,
+    # removed and marked nodes leave), whether it may receive a unit that moves, whether the plan removes it.
+    if not (added or removed or marked):  # (most plans: the request's nodes only, fewer passes)
+        all_nodes = list(nodes)
+        capacity_list = [float(node.get("capacity", 100.0)) for node in nodes.values()]
+        blocked_mask = [bool(node.get("draining", False)) for node in nodes.values()]
+        draining = set(compress(all_nodes, blocked_mask))
+        staying_before_list = staying_after_list = [not blocked for blocked in blocked_mask]
+        removed_mask = [False] * len(all_nodes)
+    else:
+        capacity = {n: float(nodes[n].get("capacity", 100.0)) for n in nodes}
+        capacity.update(dict.fromkeys(added, new_capacity))
+        all_nodes = list(nodes) + [n for n in added if n not in nodes]
+        draining = {n for n in nodes if nodes[n].get("draining", False)}
+        capacity_list = [capacity[n] for n in all_nodes]
+        blocked_mask = [n in draining or n in marked for n in all_nodes]  # receive no unit that moves
+        staying_before_list = [n in nodes and n not in draining for n in all_nodes]
+        staying_after_list = [not (n in draining or n in removed or n in marked) for n in all_nodes]
+        removed_mask = [n in removed for n in all_nodes]
 
     # Columns, one entry per unit in request order, each index looked up once. A plan of up to SMALL_UNITS units is
     # checked on Python lists (numpy's per-call overhead would be most of the time: 30 calls on 100 units); a larger
@@ -317,8 +332,6 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # A unit without a node (None, or a node the request does not name) is nowhere before the plan. (Its node's
     # name is read again for the few units that move.)
     before_list = list(map(index.get, map(dict.get, unit_list, repeat("node")), repeat(-1)))
-    removed_mask = [n in removed for n in all_nodes]
-    blocked_mask = [n in draining or n in marked for n in all_nodes]  # receive no unit that moves
     small = n_units <= SMALL_UNITS
     where_before: Any = before_list
     where_after: Any = after_list
@@ -427,10 +440,6 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # Loads: a single number is a series of one window.
     loads = list(map(itemgetter("load"), unit_list))
     windows = len(loads[0]) if loads and isinstance(loads[0], list) else 1
-    capacity_list = [capacity[n] for n in all_nodes]
-    staying_before_list = [n in nodes and n not in draining for n in all_nodes]
-    # draining, removed and marked nodes leave
-    staying_after_list = [not (n in draining or n in removed or n in marked) for n in all_nodes]
     if windows == 1 and small and any(staying_before_list) and any(staying_after_list):
         # A small plan of single loads: on Python lists (numpy's per-call overhead would be most of the time). A
         # series of one window is a single load.
