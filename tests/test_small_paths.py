@@ -157,7 +157,10 @@ def test_statistics_on_lists_equal_the_numpy_statistics_with_draining_and_unplac
         patch.setattr(metrics, "SMALL_UNITS", 0)
         fresh = instance_of(body)
         large = [metrics.cluster_stats(fresh, a, c, r) for a, c, r in cases]
-    # every field, exactly (floats compared by their bits: nan equals nan, -0.0 differs from 0.0)
+    # every field, in the dataclass's order (the answer's JSON lists them so), exactly (floats compared by their
+    # bits: nan equals nan, -0.0 differs from 0.0)
+    names = [field.name for field in dataclasses.fields(metrics.ClusterStats)]
+    assert [list(s.__dict__) for s in small] == [names, names]
     assert [list(map(repr, s.__dict__.values())) for s in small] == [
         list(map(repr, s.__dict__.values())) for s in large
     ]
