@@ -434,15 +434,18 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                 size = len(giver)
                 # k: the first position whose shift reaches the gap (the division guesses it, exact steps settle it:
                 # the shift grows along the positions)
+                # (shift_low and shift_high: the shifts at k - 1 and k, where those exist)
                 k = bisect.bisect_left(giver, gap / per_load / 100.0, key=load.__getitem__)
-                while k > 0 and 100.0 * load[giver[k - 1]] * per_load >= gap:
+                shift_low = shift_high = 0.0
+                while k > 0 and (shift_low := 100.0 * load[giver[k - 1]] * per_load) >= gap:
                     k -= 1
-                while k < size and 100.0 * load[giver[k]] * per_load < gap:
+                while k < size and (shift_high := 100.0 * load[giver[k]] * per_load) < gap:
+                    shift_low = shift_high
                     k += 1
                 # The helping position of least fit below the crossing (its shift is below the gap, so below
-                # `most`), and the one at or above it (its shift is above the tolerance): -1 where none.
+                # `most`), and the one at or above it (its shift is above the tolerance): -1 and size where none.
                 low = k - 1
-                if low >= 0 and not tolerance < 100.0 * load[giver[low]] * per_load:
+                if low >= 0 and not tolerance < shift_low:
                     low = -1  # nor any smaller shift
                 elif low >= 0 and not 100.0 * (lo_load + load[giver[low]]) / lo_capacity <= cap:
                     # over the receiver's cap (and so is every larger load): the last unit below that fits
@@ -452,18 +455,17 @@ def _flux_small(instance: AssignmentInstance, deadline: Deadline) -> Plan:
                         )
                         - 1
                     )
-                    if low >= 0 and not tolerance < 100.0 * load[giver[low]] * per_load:
+                    if low >= 0 and not tolerance < (shift_low := 100.0 * load[giver[low]] * per_load):
                         low = -1
                 high = k
                 if high < size and not (
-                    100.0 * load[giver[high]] * per_load < most
-                    and 100.0 * (lo_load + load[giver[high]]) / lo_capacity <= cap
+                    shift_high < most and 100.0 * (lo_load + load[giver[high]]) / lo_capacity <= cap
                 ):
                     high = size  # nor any larger shift
                 if low < 0 and high == size:
                     continue  # no unit helps
-                fit_low = abs(gap - 100.0 * load[giver[low]] * per_load) if low >= 0 else _INF
-                fit_high = abs(gap - 100.0 * load[giver[high]] * per_load) if high < size else _INF
+                fit_low = abs(gap - shift_low) if low >= 0 else _INF
+                fit_high = abs(gap - shift_high) if high < size else _INF
                 best_fit = min(fit_low, fit_high)
                 best = len(load)
                 if fit_low == best_fit:  # the run of equal fits down from `low`
