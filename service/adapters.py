@@ -40,12 +40,11 @@ def to_instance(
     series = np.array(loads, dtype=np.float64)
     if single:  # single loads: no list per unit (250,000 of them cost a second)
         series = series[:, None]
-    # (most snapshots name no resource: one C-level truth scan then, no set of every unit's names)
-    unit_resources = columns["resources"]
+    # (most snapshots name no resource: one C-level truth scan then, no list or set of every unit's names)
     node_resources = list(map(itemgetter("resources"), nodes))
     resource_names = (
-        tuple(sorted(set().union(*unit_resources, *node_resources)))
-        if any(unit_resources) or any(node_resources)
+        tuple(sorted(set().union(*columns["resources"], *node_resources)))
+        if any(node_resources) or any(map(itemgetter("resources"), fields))
         else ()
     )
     usage = (
@@ -67,6 +66,7 @@ def to_instance(
     capacity = list(map(itemgetter("capacity"), nodes))
     draining = list(map(itemgetter("draining"), nodes))
     state_size = columns["state_size"]
+    pinned = columns["pinned"]
     instance = AssignmentInstance(
         node_ids=node_ids,
         capacity=np.array(capacity, dtype=np.float64),
@@ -79,14 +79,19 @@ def to_instance(
         ),
         series=series,
         state_size=np.array(state_size, dtype=np.float64),
-        pinned=np.array(columns["pinned"], dtype=np.bool_),
+        # (most snapshots pin nothing: a truth scan of the listed flags is cheaper than converting them)
+        pinned=np.array(pinned, dtype=np.bool_) if any(pinned) else np.zeros(n_units, dtype=np.bool_),
         operators=tuple(columns["operator"]),
         resource_names=resource_names,
         resource_usage=usage.reshape(n_units, len(resource_names)),
         resource_capacity=capacity_r.reshape(len(nodes), len(resource_names)),
-        traffic_src=np.array([unit_index[t["src"]] for t in traffic], dtype=np.int64),
-        traffic_dst=np.array([unit_index[t["dst"]] for t in traffic], dtype=np.int64),
-        traffic_rate=np.array([t["rate"] for t in traffic], dtype=np.float64),
+        traffic_src=np.array([unit_index[t["src"]] for t in traffic], dtype=np.int64)
+        if traffic
+        else np.zeros(0, dtype=np.int64),
+        traffic_dst=np.array([unit_index[t["dst"]] for t in traffic], dtype=np.int64)
+        if traffic
+        else np.zeros(0, dtype=np.int64),
+        traffic_rate=np.array([t["rate"] for t in traffic], dtype=np.float64) if traffic else np.zeros(0),
         # More migrations than units limits nothing: clamp, so no solver sees a count beyond the instance.
         max_migrations=None if max_migrations is None else min(max_migrations, n_units),
         max_migration_cost=budget["max_migration_cost"],

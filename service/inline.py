@@ -31,7 +31,7 @@ from service.middleware import RECEIVED_AT
 from service.planning import PATH, PlanJob, may_be_small, plan_if_small
 from service.pool import DeadlineExceeded, SolverPool, WorkerAnswer, WorkerDied
 from service.settings import Settings
-from service.telemetry import record_plan_answer
+from service.telemetry import Metrics, record_plan_answer
 
 log = logging.getLogger("trimtab")
 
@@ -139,8 +139,10 @@ class InlinePlans:
     content-length and content-type; a problem through the app's own ProblemError handler), counted in the same
     metrics, and the request names its route for the access metrics as after routing."""
 
-    def __init__(self, app: ASGIApp, settings: Settings, pool: SolverPool, route: Any) -> None:
-        self.app, self.settings, self.pool = app, settings, pool
+    def __init__(
+        self, app: ASGIApp, settings: Settings, pool: SolverPool, route: Any, metrics: Metrics | None = None
+    ) -> None:
+        self.app, self.settings, self.pool, self.metrics = app, settings, pool, metrics
         self.route = route  # the plan route (its template labels the request's metrics, as after routing)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -173,7 +175,7 @@ class InlinePlans:
                 response = await handler(Request(scope, receive, send), exc)
                 await response(scope, receive, send)
                 return
-        record_plan_answer(scope, answer, inline=planned_here)
+        record_plan_answer(scope, answer, inline=planned_here, metrics=self.metrics)
         headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
         headers += [
             (b"content-length", str(len(answer.body)).encode("latin-1")),

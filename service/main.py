@@ -71,12 +71,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.pool = pool
-    app.state.metrics = Metrics()
-    app.state.metrics.watch_pool(lambda: pool.in_flight, pool.capacity)
+    metrics = app.state.metrics = Metrics()
+    metrics.watch_pool(lambda: pool.in_flight, pool.capacity)
     install_problem_handlers(app)
     plan_route = next(r for r in assignment.router.routes if isinstance(r, APIRoute) and r.path == PLAN_PATH)
     # added first = innermost: inside auth and the body limits
-    app.add_middleware(InlinePlans, settings=settings, pool=pool, route=plan_route)
+    app.add_middleware(InlinePlans, settings=settings, pool=pool, route=plan_route, metrics=metrics)
     app.add_middleware(BearerAuthMiddleware, token=settings.auth_token, open_paths=open_paths(settings))
     app.add_middleware(
         BodyLimitMiddleware,
@@ -85,7 +85,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         idle_timeout_s=settings.body_idle_timeout_s,
         max_buffered_bytes=settings.max_buffered_body_bytes,
     )
-    app.add_middleware(RequestContextMiddleware)  # added last = outermost: sees and times every answer
+    app.add_middleware(
+        RequestContextMiddleware, metrics=metrics
+    )  # added last = outermost: sees and times every answer
     app.include_router(health.router)
     app.include_router(assignment.router)
     app.include_router(splitter.router)

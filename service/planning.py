@@ -160,13 +160,17 @@ def _windows(request: dict[str, Any]) -> int:
     return len(first) if isinstance(first, list) else 1
 
 
-def server_timing(marks: list[tuple[str, float]]) -> str:
-    """W3C Server-Timing from phase marks [(phase, its start)...] (the last mark ends the last phase): where a
-    request's time went (receive = upload and wait for a worker, parse, check, adapt, solve, answer = statistics,
-    validator and serialization), for callers and benchmarks."""
-    return ", ".join(
-        f"{name};dur={1000.0 * (end - start):.1f}" for (name, start), (_, end) in itertools.pairwise(marks)
-    )
+# The phases of a plan request, in order, as the Server-Timing header names them: receive = upload and wait for a
+# worker, parse, check, adapt, solve, answer = statistics, validator and serialization.
+PHASES = ("receive", "parse", "check", "adapt", "solve", "answer")
+_SERVER_TIMING = ", ".join(f"{phase};dur=%.1f" for phase in PHASES)
+
+
+def server_timing(starts: list[float]) -> str:
+    """W3C Server-Timing from the start of each of PHASES and the end of the last (time.monotonic()): where a
+    request's time went, for callers and benchmarks. (One %-format of a fixed template: a third of the CPU of one
+    f-string per phase.)"""
+    return _SERVER_TIMING % tuple([1000.0 * (end - start) for start, end in itertools.pairwise(starts)])
 
 
 def _problem(problem: Problem, headers: dict[str, str] | None = None) -> WorkerAnswer:
@@ -315,11 +319,7 @@ def _plan(
     if isinstance(parsed, WorkerAnswer):
         return parsed
     raw, request = parsed.raw, parsed.fields
-    marks = [
-        ("receive", job.started),
-        ("parse", parsed.parse_started[0]),
-    ]  # phase ends, for the Server-Timing header
-    marks.append(("check", time.monotonic()))
+    starts = [job.started, parsed.parse_started[0], time.monotonic()]  # where each of PHASES began
     columns = UnitColumns(request["units"])  # (listed once for the checks and the adapter)
     errors = reference_errors(request, columns) + size_errors(request, settings)
     if errors:
@@ -358,7 +358,7 @@ def _plan(
                 )
             ]
         )
-    marks.append(("adapt", time.monotonic()))
+    starts.append(time.monotonic())  # adapt
     instance = to_instance(request, columns)
     # Nothing below reads the fields (the validator reads the JSON data, parsed.raw). They stay in memory until the
     # answer is built all the same: `parsed` holds them too.
@@ -366,14 +366,14 @@ def _plan(
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
     # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
     solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))
-    marks.append(("solve", time.monotonic()))
+    starts.append(time.monotonic())  # solve
     started = time.perf_counter()
     try:
         plan = spec.solve(instance, params, solver_budget)
     except UnsolvableRequest as exc:
         raise invalid_snapshot([(exc.loc, exc.msg)]) from exc
     solve_s = time.perf_counter() - started
-    marks.append(("answer", time.monotonic()))
+    starts.append(time.monotonic())  # answer
     # Plain data: the validator checks exactly what is then serialized (one JSON pass, in Rust).
     answer = plan_answer(instance, plan, spec.name, round(solve_s * 1000.0, 3))
     if settings.validate_plans:
@@ -382,12 +382,12 @@ def _plan(
             log.error("plan of %s failed validation: %s", spec.name, problems[:5])
             raise ProblemError(500, "Plan failed validation", "; ".join(problems[:5]))
     body = pydantic_core.to_json(answer)
-    marks.append(("", time.monotonic()))
+    starts.append(time.monotonic())  # (the end)
     return WorkerAnswer(
         200,
         body,
         "application/json",
-        headers={"Server-Timing": server_timing(marks)},
+        headers={"Server-Timing": server_timing(starts)},
         algorithm=spec.name,
         plan_status=answer["status"],
         solve_s=solve_s,

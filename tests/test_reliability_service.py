@@ -175,6 +175,48 @@ def test_a_stalled_upload_gets_408() -> None:
     assert json.loads(sent[1]["body"])["status"] == 408
 
 
+def test_the_body_timer_tells_its_expiry_from_other_cancellations_and_is_off_after_the_body() -> None:
+    """The body read's timer (service.middleware: a bare loop timer that cancels the task, as asyncio.timeout_at
+    does) answers 408 only when it fired: a cancellation from elsewhere (the server shutting down) during the read
+    goes on as a cancellation, and once a body has arrived whole the app can wait past the idle limit untouched."""
+    answered: list[int] = []
+
+    async def slow_app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await asyncio.sleep(0.15)  # past idle_timeout_s: the timer must be off by now
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answered.append(message["status"])
+
+    async def whole() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def stalled() -> dict[str, Any]:
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    middleware = BodyLimitMiddleware(slow_app, max_bytes=1024, timeout_s=5.0, idle_timeout_s=0.05)
+    scope = {"type": "http", "path": PLAN, "headers": []}
+
+    async def scenario() -> bool:
+        await middleware(dict(scope), whole, send)
+        reading = asyncio.create_task(middleware(dict(scope), stalled, send))
+        await asyncio.sleep(0.01)
+        reading.cancel()  # before the timer's 0.05 s
+        try:
+            await reading
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    assert asyncio.run(scenario()), "an outside cancellation during the read must propagate"
+    assert answered == [200]
+    assert middleware.buffered == 0
+
+
 @pytest.mark.e2e
 def test_bad_content_length_over_real_http_is_a_problem_and_sigterm_stops_the_server() -> None:
     """Seen: a bad Content-Length answered 400 text/plain (uvicorn, before the app); hung requests kept the server

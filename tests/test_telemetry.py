@@ -15,11 +15,15 @@ import httpx
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.logs import REQUEST_ID_HEADER, JsonFormatter
 from service.main import create_app
 from service.settings import Settings
+from service.telemetry import SECONDS_BUCKETS, LeanHistogram
 from tests.conftest import PLAN, assert_problem, make_snapshot
 
 
@@ -215,3 +219,37 @@ def test_pool_saturation_gauge_and_503_counter() -> None:
     assert value(found, "trimtab_pool_in_flight") == 1 and value(found, "trimtab_pool_capacity") == 1
     assert value(found, "trimtab_rejected_requests_total", endpoint="/hold", status="503") == 1
     assert value(found, "trimtab_request_seconds_count", endpoint="/hold", method="POST", status="503") == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.sampled_from([*SECONDS_BUCKETS, 0.0, -0.0, 1e-300, -1.0]),
+            st.integers(-(10**6), 10**6),
+        ),
+        max_size=30,
+    )
+)
+def test_the_lean_histogram_exposes_what_prometheus_clients_histogram_does(values: list[float]) -> None:
+    """service.telemetry.LeanHistogram finds a bucket by bisection: the same samples as the library's loop for any
+    value, bounds themselves, NaN, infinities, negatives and integers included."""
+    registry = CollectorRegistry()
+    ours = LeanHistogram("lean", "x", ["a"], buckets=SECONDS_BUCKETS, registry=registry).labels("1")
+    theirs = Histogram("plain", "x", ["a"], buckets=SECONDS_BUCKETS, registry=registry).labels("1")
+    for value in values:
+        ours.observe(value)
+        theirs.observe(value)
+    families = {family.name: family for family in registry.collect()}
+
+    def samples(name: str) -> list[tuple[str, dict[str, str], float]]:
+        return [
+            (sample.name.removeprefix(name), sample.labels, sample.value)
+            for sample in families[name].samples
+            if not sample.name.endswith("_created")
+        ]
+
+    lean, plain = samples("lean"), samples("plain")
+    assert [s[:2] for s in lean] == [s[:2] for s in plain]
+    assert [s[2] for s in lean] == pytest.approx([s[2] for s in plain], nan_ok=True)
