@@ -91,6 +91,16 @@ COARSE_BISECTION = 1e-3
 # perturbations without one happen by chance with probability 0.993^300 ~ 12 % at the lowest rate and are a
 # stall; a stuck optimum is left about once in 1,000 perturbations.
 WALK_PERTURBATIONS = 300
+# A stall for the repair's choice: this many perturbations without a new best plan (walk steps do not reset it)
+# and every repair is the band repair (where it applies), outside the two repairs' statistics. Why: the share
+# follows improvements per second, which the cheaper descent-only repair earns while the search still moves
+# (descending from far plans); they say nothing about leaving a local optimum. Measured from a stuck optimum of
+# flights-year 40n cost 2 % (1.343; the budget spent to 0.2 %, the most utilized node without a migration off
+# it): 0 of 700 descent-only repairs left it, 15 of 700 band repairs did (2.1 %; both after sending home 10-50 %
+# of the migrations), and 2 of 20 one-second calls stuck there with the band repair at 35-55 % of the time.
+# 40: while the search moves 0.7-2.3 % of the perturbations find a new best (PERTURBATION_SHARE), so at the higher
+# rate 40 without one is already unlikely (0.977^40 ~ 40 %), and a false stall only costs per-second speed.
+FILL_STALL_PERTURBATIONS = 40
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -332,6 +342,8 @@ class _Rounds:
         self.current: LocalSearch | None = None
         self.since_best = 0
         self.walks = 0  # trials accepted unconditionally (WALK_PERTURBATIONS)
+        self.since_improved = 0  # perturbations since the last new best plan (FILL_STALL_PERTURBATIONS)
+        self.stall_repairs = 0  # band repairs chosen for a stall
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -391,6 +403,9 @@ class _Rounds:
         rate_plain = (self.plain_wins + 1 - prior) / (self.plain_s + FILL_PRIOR_S)
         share = float(np.clip(rate_fill / (rate_fill + rate_plain), low, FILL_SHARE_RANGE[1]))
         fill = self.fill_s <= share * (self.fill_s + self.plain_s)
+        # A stall: the band repair, the repair that leaves local optima (FILL_STALL_PERTURBATIONS).
+        stalled = self.since_improved >= FILL_STALL_PERTURBATIONS
+        fill |= stalled
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
         fill &= inst.max_migrations is not None or inst.max_migration_cost is not None
@@ -412,6 +427,7 @@ class _Rounds:
         self.perturbations += 1
         improved = best.offer(trial, name)
         self.since_best = 0 if improved else self.since_best + 1
+        self.since_improved = 0 if improved else self.since_improved + 1
         if self.since_best >= WALK_PERTURBATIONS:
             self.current, self.since_best = trial, 0
             self.walks += 1
@@ -420,7 +436,11 @@ class _Rounds:
         else:
             self.current = current
         spent = time.perf_counter() - started
-        if fill:
+        if fill and stalled:
+            # Outside the statistics: their time would hold the band repair back once the search moves again
+            # (the share balances time), and escapes from a stall say nothing about the moving search.
+            self.stall_repairs += 1
+        elif fill:
             self.fill_s += spent
             self.fill_wins += int(improved)
         else:
