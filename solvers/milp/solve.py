@@ -275,6 +275,8 @@ def solve_milp(
             )
         # Walk steps only where there were any: the notes of calls without them read as before.
         walks = f" ({rounds_run.walks} walk steps)" if rounds_run.walks else ""
+        if rounds_run.stall_repairs:  # likewise: said only where a stall chose the repair
+            walks += f" ({rounds_run.stall_repairs} band repairs in stalls)"
         notes.append(
             f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds{walks}; "
             f"stopped: {rounds_run.stop_reason}"
@@ -378,7 +380,9 @@ class _Rounds:
 
     def _perturbation_round(self, rng: np.random.Generator) -> bool:
         """Iterated perturbation: a random share of the current plan's migrations sent home, then the descent;
-        the trial becomes the current plan when not worse, or after a stall (WALK_PERTURBATIONS) whatever it is."""
+        the trial becomes the current plan when not worse, or after a stall (WALK_PERTURBATIONS) whatever it is.
+        The repair: the band repair or the descent alone by their improvements per second, the band repair alone
+        once FILL_STALL_PERTURBATIONS perturbations have found no new best plan."""
         inst, best = self.instance, self.best
         current = best.search if self.current is None else self.current
         migrated = np.flatnonzero(current.migrated_mask())
