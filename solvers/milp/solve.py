@@ -97,10 +97,12 @@ WALK_PERTURBATIONS = 300
 # (descending from far plans); they say nothing about leaving a local optimum. Measured from a stuck optimum of
 # flights-year 40n cost 2 % (1.343; the budget spent to 0.2 %, the most utilized node without a migration off
 # it): 0 of 700 descent-only repairs left it, 15 of 700 band repairs did (2.1 %; both after sending home 10-50 %
-# of the migrations), and 2 of 20 one-second calls stuck there with the band repair at 35-55 % of the time.
-# 40: while the search moves 0.7-2.3 % of the perturbations find a new best (PERTURBATION_SHARE), so at the higher
-# rate 40 without one is already unlikely (0.977^40 ~ 40 %), and a false stall only costs per-second speed.
-FILL_STALL_PERTURBATIONS = 40
+# of the migrations). Calls cut at a fixed number of perturbations (load-independent; 200 is a 1 s call at load
+# 4, 300 at load 2): cost 2 % above its target 1.233 in 12 of 50 calls at 300 without the stall rule, 1 of 50
+# with it at 40; at 200, 14 of 100 at 40, 7 of 100 at 20, 10 of 100 at 10; flights-year 40n K30 at 600 above
+# 0.155 in 3 of 20 without, 3 of 20 at 40, 0 of 20 at 20. A false stall only costs speed (the band repair also
+# finds improvements while the search moves).
+FILL_STALL_PERTURBATIONS = 20
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
