@@ -103,11 +103,6 @@ WALK_PERTURBATIONS = 300
 # 0.155 in 3 of 20 without, 3 of 20 at 40, 0 of 20 at 20. A false stall only costs speed (the band repair also
 # finds improvements while the search moves).
 FILL_STALL_PERTURBATIONS = 20
-# In a stall the band repair takes this share of the repairs (drawn), the highest share it has while the search
-# moves (FILL_SHARE_RANGE): the descent alone leaves some optima the band repair does not (held-out year 30n K25,
-# 800 perturbations, 36 seeds: 0.238 without the stall rule, 0.257 with every stall repair a band repair, 0.242 at
-# 0.85, 0.247 at 0.7; flights-year 40n cost 2 %, 200 perturbations, 60 seeds: 25, 7 and 8 above target).
-STALL_FILL_SHARE = FILL_SHARE_RANGE[1]
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -389,7 +384,7 @@ class _Rounds:
         """Iterated perturbation: a random share of the current plan's migrations sent home, then the descent;
         the trial becomes the current plan when not worse, or after a stall (WALK_PERTURBATIONS) whatever it is.
         The repair: the band repair or the descent alone by their improvements per second, the band repair alone
-        in STALL_FILL_SHARE of the repairs once FILL_STALL_PERTURBATIONS perturbations found no new best plan."""
+        once FILL_STALL_PERTURBATIONS perturbations have found no new best plan."""
         inst, best = self.instance, self.best
         current = best.search if self.current is None else self.current
         migrated = np.flatnonzero(current.migrated_mask())
@@ -414,10 +409,8 @@ class _Rounds:
         rate_plain = (self.plain_wins + 1 - prior) / (self.plain_s + FILL_PRIOR_S)
         share = float(np.clip(rate_fill / (rate_fill + rate_plain), low, FILL_SHARE_RANGE[1]))
         fill = self.fill_s <= share * (self.fill_s + self.plain_s)
-        # A stall: mostly the band repair, the repair that leaves local optima (FILL_STALL_PERTURBATIONS).
+        # A stall: the band repair, the repair that leaves local optima (FILL_STALL_PERTURBATIONS).
         stalled = self.since_improved >= FILL_STALL_PERTURBATIONS
-        if stalled:  # the band repair's share of a stall's repairs (drawn; the rest by the balance)
-            stalled = bool(rng.random() < STALL_FILL_SHARE)
         fill |= stalled
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
