@@ -69,3 +69,56 @@ def test_a_call_is_never_worse_than_its_start_descent_and_ends(budget: str) -> N
     assert inst.within_budget(plan.assignment)
     assert answer.key() <= start.key()
     assert any("perturbation rounds" in note for note in plan.notes)  # the rounds ran (and ended: time limit)
+
+
+@pytest.mark.parametrize("budget", ["count", "cost"])
+def test_a_stall_repairs_by_the_band_repair_outside_the_statistics(
+    budget: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After FILL_STALL_PERTURBATIONS perturbations without a new best plan every repair is the band repair, even
+    where the two repairs' time balance would pick the descent alone, and its time is not charged to the balance."""
+    inst = _instance(4, budget)
+    start = LocalSearch(inst, inst.current, inst.current)
+    start.descend(time.perf_counter() + 30, solve.DESCENT_STEPS)
+    best = solve._Best(start, "current plan")
+    rounds = solve._Rounds(inst, best, inst.current, 0.0, time.perf_counter() + 60, 0.0, 4, "cp-sat")
+    band_repairs = []
+    fill_band = LocalSearch.fill_band
+
+    def counted(self: LocalSearch, *args: object, **kwargs: object) -> None:
+        band_repairs.append(self.key())
+        fill_band(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LocalSearch, "fill_band", counted)
+    rng = np.random.default_rng(4)
+    rounds.fill_s = 10.0  # the balance alone picks the descent alone (the band repair had all the time)
+    rounds._perturbation_round(rng)
+    assert not band_repairs
+    rounds.since_improved = solve.FILL_STALL_PERTURBATIONS
+    keys = [best.key]
+    for k in range(30):
+        improved = rounds._perturbation_round(rng)
+        assert best.key <= keys[-1]  # the best plan never worsens
+        keys.append(best.key)
+        assert rounds.current is not None and inst.within_budget(rounds.current.assignment)
+        if improved:  # a new best ends the stall: the balance picks again
+            break
+        assert len(band_repairs) == k + 1
+        assert rounds.fill_s == 10.0  # stall repairs are outside the statistics
+    assert rounds.stall_repairs >= 1
+
+
+def test_the_stall_counter_is_not_reset_by_walk_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(solve, "WALK_PERTURBATIONS", 3)
+    monkeypatch.setattr(solve, "FILL_STALL_PERTURBATIONS", 10**6)
+    inst = _instance(5, "cost")
+    start = LocalSearch(inst, inst.current, inst.current)
+    start.descend(time.perf_counter() + 30, solve.DESCENT_STEPS)
+    best = solve._Best(start, "current plan")
+    rounds = solve._Rounds(inst, best, inst.current, 0.0, time.perf_counter() + 60, 0.0, 5, "cp-sat")
+    rng = np.random.default_rng(5)
+    since_last_best = 0
+    for _ in range(40):
+        since_last_best = 0 if rounds._perturbation_round(rng) else since_last_best + 1
+        assert rounds.since_improved == since_last_best
+    assert rounds.walks >= 1
