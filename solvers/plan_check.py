@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from itertools import compress, repeat
-from operator import itemgetter, ne
+from operator import itemgetter, ne, not_
 from typing import Any
 
 import numpy as np
@@ -155,17 +155,27 @@ def _single_load_stats(
     del totals_before[n_nodes], totals_after[n_nodes]
     total_load = math.fsum(unit_load)
     return (
-        _single_load_state(totals_before, set(where_before), total_load, capacity, staying_before),
-        _single_load_state(totals_after, set(where_after), total_load, capacity, staying_after),
+        _single_load_state(totals_before, where_before, total_load, capacity, staying_before),
+        _single_load_state(totals_after, where_after, total_load, capacity, staying_after),
         total_load,
     )
 
 
-def _single_load_state(
-    totals: list[float], held: set[int], total_load: float, capacity: list[float], staying: list[bool]
-) -> dict[str, Any]:
-    """The statistics of one state from its node sums and the nodes its units are on (-1: none)."""
+def _held_nodes(totals: list[float], where: list[int]) -> int:
+    """How many nodes hold a unit (parallelism), given each node's sum and each unit's node (-1: none). A node whose
+    sum is not 0.0 holds one (an empty node's sum stays the 0.0 it starts at): when every sum is, no pass over the
+    units (most plans); else the set of their nodes."""
+    if all(totals):
+        return len(totals)
+    held = set(where)
     held.discard(-1)
+    return len(held)
+
+
+def _single_load_state(
+    totals: list[float], where: list[int], total_load: float, capacity: list[float], staying: list[bool]
+) -> dict[str, Any]:
+    """The statistics of one state from its node sums and the node each unit is on (-1: none)."""
     util = [100.0 * total / cap for total, cap in zip(totals, capacity, strict=True)]
     if all(staying):
         rows, util_staying, staying_capacity = totals, util, capacity
@@ -184,7 +194,7 @@ def _single_load_state(
         "min_utilization": low_util,
         "imbalance": variance,
         "imbalance_total": variance,
-        "parallelism": len(held),
+        "parallelism": _held_nodes(totals, where),
         "avg_load_correlation": None,
         "mean_node_load_variance": None,
         "min_mean_node_load_variance": None,
@@ -256,6 +266,63 @@ def _objects(values: list[Any]) -> np.ndarray:
     return out
 
 
+_MOVE_ROW = itemgetter("unit", "from", "to", "cost")
+
+
+def _move_problems(
+    moves: list[Any],
+    unit_ids: list[str],
+    unit_list: list[Any],
+    all_nodes: list[str],
+    after_list: list[int],
+    moved_list: list[int],
+    want_cost_list: list[float],
+) -> list[str]:
+    """The moves list against the diff of the assignment, move by move: a list that is not exactly the migrations'
+    rows in unit order (another order, a field off within or beyond the tolerance, a missing, extra or repeated move)."""
+    problems: list[str] = []
+    reported_units = list(map(itemgetter("unit"), moves))
+    expected_ids = [unit_ids[k] for k in moved_list]
+    reported_set = set(reported_units)
+    if len(reported_set) != len(moves):
+        problems.append("a unit appears twice in moves")
+    if reported_set != set(expected_ids):
+        problems.append(
+            f"moves list {sorted(reported_set)[:5]} does not match the diff of the assignment {sorted(expected_ids)[:5]}"
+        )
+    elif len(moves) == len(expected_ids):
+        if reported_units != expected_ids:  # another order than the units': line the moves up with the units
+            at = dict(zip(reported_units, moves, strict=True))
+            moves = [at[u] for u in expected_ids]
+        # Compared as whole columns (up to 250,000 moves): from, to, and the cost within _close's tolerance; as
+        # lists first (exactly equal columns, the common case, in one C-level comparison each).
+        src_list = list(map(dict.get, moves, repeat("from")))
+        dst_list = list(map(itemgetter("to"), moves))
+        cost_list = list(map(itemgetter("cost"), moves))
+        want_src_list = [unit_list[k].get("node") for k in moved_list]
+        want_dst_list = [all_nodes[after_list[k]] for k in moved_list]
+        if src_list == want_src_list and dst_list == want_dst_list and cost_list == want_cost_list:
+            wrong: list[int] = []
+        else:
+            want_cost = np.array(want_cost_list, dtype=np.float64).reshape(-1)
+            cost = np.array(cost_list, dtype=np.float64).reshape(-1)
+            tolerance = np.maximum(
+                REL_TOL * np.maximum(np.abs(cost), np.abs(want_cost)), ABS_TOL * np.maximum(1.0, want_cost)
+            )
+            wrong = np.flatnonzero(
+                (_objects(src_list) != _objects(want_src_list))
+                | (_objects(dst_list) != _objects(want_dst_list))
+                | ~(np.abs(cost - want_cost) <= tolerance)
+            ).tolist()
+        for j in wrong:
+            k = moved_list[j]
+            problems.append(
+                f"move of {unit_ids[k]!r} reported as {(moves[j].get('from'), moves[j]['to'], float(moves[j]['cost']))}, "
+                f"is {(unit_list[k].get('node'), all_nodes[after_list[k]], want_cost_list[j])}"
+            )
+    return problems
+
+
 def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
     """Every violation found, as sentences; an empty list means the plan is valid for the request."""
     problems: list[str] = []
@@ -284,17 +351,16 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     # removed and marked nodes leave), whether it may receive a unit that moves, whether the plan removes it.
     if not (added or removed or marked):  # (most plans: the request's nodes only, fewer passes)
         all_nodes = list(nodes)
-        capacity_list = [float(node.get("capacity", 100.0)) for node in nodes.values()]
-        blocked_mask = [bool(node.get("draining", False)) for node in nodes.values()]
-        draining = set(compress(all_nodes, blocked_mask))
-        staying_before_list = staying_after_list = [not blocked for blocked in blocked_mask]
+        capacity_list = list(map(float, map(dict.get, nodes.values(), repeat("capacity"), repeat(100.0))))
+        blocked_mask = list(map(bool, map(dict.get, nodes.values(), repeat("draining"), repeat(False))))
+        staying_before_list = staying_after_list = list(map(not_, blocked_mask))
         removed_mask = [False] * len(all_nodes)
     else:
         capacity = {n: float(nodes[n].get("capacity", 100.0)) for n in nodes}
         capacity.update(dict.fromkeys(added, new_capacity))
         all_nodes = list(nodes) + [n for n in added if n not in nodes]
-        draining = {n for n in nodes if nodes[n].get("draining", False)}
         capacity_list = [capacity[n] for n in all_nodes]
+        draining = {n for n in nodes if nodes[n].get("draining", False)}
         blocked_mask = [n in draining or n in marked for n in all_nodes]  # receive no unit that moves
         staying_before_list = [n in nodes and n not in draining for n in all_nodes]
         staying_after_list = [not (n in draining or n in removed or n in marked) for n in all_nodes]
@@ -361,6 +427,7 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
         )
     if broken:  # named unit by unit, as arrays whatever the size (only a broken plan gets here)
         removed_at = np.array(removed_mask, dtype=bool)[where_after]
+        draining = {n for n in nodes if nodes[n].get("draining", False)}
         draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
         marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
         for k in np.flatnonzero(removed_at).tolist():
@@ -381,47 +448,20 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     receivers = {after_list[k] for k in changed_list}
     moved_list = [k for k in changed_list if before_list[k] >= 0]
     want_cost_list = [float(unit_list[k].get("state_size", 0.0)) for k in moved_list]
-
-    moves = list(plan.get("moves", []))
-    reported_units = list(map(itemgetter("unit"), moves))
-    expected_ids = [unit_ids[k] for k in moved_list]
-    reported_set = set(reported_units)
-    if len(reported_set) != len(moves):
-        problems.append("a unit appears twice in moves")
-    if reported_set != set(expected_ids):
-        problems.append(
-            f"moves list {sorted(reported_set)[:5]} does not match the diff of the assignment {sorted(expected_ids)[:5]}"
+    moves = plan.get("moves", [])
+    # The common case first: the moves in unit order, each exactly its migration's (unit, from, to, cost) row (one
+    # C-level comparison; unit ids are distinct here, so no unit twice); any other list goes through the checks.
+    try:
+        exact = list(map(_MOVE_ROW, moves)) == [
+            (unit_ids[k], unit_list[k].get("node"), all_nodes[after_list[k]], cost)
+            for k, cost in zip(moved_list, want_cost_list, strict=True)
+        ]
+    except (KeyError, TypeError, IndexError):  # a move without a field, or not a mapping: named below
+        exact = False
+    if not exact:
+        problems += _move_problems(
+            list(moves), unit_ids, unit_list, all_nodes, after_list, moved_list, want_cost_list
         )
-    elif len(moves) == len(expected_ids):
-        if reported_units != expected_ids:  # another order than the units': line the moves up with the units
-            at = dict(zip(reported_units, moves, strict=True))
-            moves = [at[u] for u in expected_ids]
-        # Compared as whole columns (up to 250,000 moves): from, to, and the cost within _close's tolerance; as
-        # lists first (exactly equal columns, the common case, in one C-level comparison each).
-        src_list = list(map(dict.get, moves, repeat("from")))
-        dst_list = list(map(itemgetter("to"), moves))
-        cost_list = list(map(itemgetter("cost"), moves))
-        want_src_list = [unit_list[k].get("node") for k in moved_list]
-        want_dst_list = [all_nodes[after_list[k]] for k in moved_list]
-        if src_list == want_src_list and dst_list == want_dst_list and cost_list == want_cost_list:
-            wrong: list[int] = []
-        else:
-            want_cost = np.array(want_cost_list, dtype=np.float64).reshape(-1)
-            cost = np.array(cost_list, dtype=np.float64).reshape(-1)
-            tolerance = np.maximum(
-                REL_TOL * np.maximum(np.abs(cost), np.abs(want_cost)), ABS_TOL * np.maximum(1.0, want_cost)
-            )
-            wrong = np.flatnonzero(
-                (_objects(src_list) != _objects(want_src_list))
-                | (_objects(dst_list) != _objects(want_dst_list))
-                | ~(np.abs(cost - want_cost) <= tolerance)
-            ).tolist()
-        for j in wrong:
-            k = moved_list[j]
-            problems.append(
-                f"move of {unit_ids[k]!r} reported as {(moves[j].get('from'), moves[j]['to'], float(moves[j]['cost']))}, "
-                f"is {(unit_list[k].get('node'), all_nodes[after_list[k]], want_cost_list[j])}"
-            )
     count = len(moved_list)
     cost_total = math.fsum(want_cost_list)
     if plan.get("migrations") is not None and plan["migrations"] != count:
@@ -527,6 +567,12 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             reported = claimed.get(key, _MISSING)
             if reported == value:  # the common case, and cheaper than the tolerance (22 keys per plan)
                 continue
+            if (
+                type(value) is float
+                and type(reported) is float
+                and abs(reported - value) <= ABS_TOL * max(1.0, abs(value))
+            ):
+                continue  # within _matches' absolute tolerance (another summation order: most mismatches), inline
             if reported is _MISSING:
                 problems.append(f"{label}.{key} missing")
             elif not (
