@@ -398,7 +398,11 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     n_units = len(unit_ids)
     # A unit without a node (None, or a node the request does not name) is nowhere before the plan. (Its node's
     # name is read again for the few units that move.)
-    before_list = list(map(index.get, map(dict.get, unit_list, repeat("node")), repeat(-1)))
+    try:
+        before_names = list(map(itemgetter("node"), unit_list))
+    except KeyError:  # (the wire form may leave a unit's node out)
+        before_names = list(map(dict.get, unit_list, repeat("node")))
+    before_list = list(map(index.get, before_names, repeat(-1)))
     small = n_units <= SMALL_UNITS
     where_before: Any = before_list
     where_after: Any = after_list
