@@ -203,6 +203,18 @@ def _single_load_state(
     }
 
 
+def _abs_close(reported: Any, computed: Any) -> bool:
+    """Two floats within `_close`'s absolute tolerance (ABS_TOL x max(1, |computed|)): a sufficient test for
+    `_matches` of a single number (it never accepts what `_matches` rejects), cheap enough to try first."""
+    return (
+        type(computed) is float
+        and type(reported) is float
+        and abs(reported - computed)
+        <= ABS_TOL * max(1.0, abs(computed))
+        < math.inf  # (an infinity: _close's call)
+    )
+
+
 def _matches(claimed: Any, computed: Any) -> bool:
     """A computed correlation is a pair of values (see CONSTANT_SERIES): the claim may lie anywhere between them."""
     if isinstance(computed, list):
@@ -571,12 +583,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             reported = claimed.get(key, _MISSING)
             if reported == value:  # the common case, and cheaper than the tolerance (22 keys per plan)
                 continue
-            if (
-                type(value) is float
-                and type(reported) is float
-                and abs(reported - value) <= ABS_TOL * max(1.0, abs(value))
-            ):
-                continue  # within _matches' absolute tolerance (another summation order: most mismatches), inline
+            if _abs_close(reported, value):
+                continue  # another summation order (most mismatches): cheaper than _matches and the allowance
             if reported is _MISSING:
                 problems.append(f"{label}.{key} missing")
             elif not (
