@@ -159,7 +159,9 @@ def _single_load_stats(
     per_node = [0.0] * len(capacity)
     where = instance.current_values if assignment is instance.current else assignment.tolist()
     loads = instance.load_values
-    unplaced = -1 in where  # units without a node count nowhere
+    held = set(where)
+    unplaced = -1 in held
+    held.discard(-1)  # units without a node count nowhere
     if assignment is instance.current and len(capacity) == instance.n_nodes:  # the state before: summed once
         per_node = instance.current_node_load_values
     elif unplaced:
@@ -189,21 +191,11 @@ def _single_load_stats(
         imbalance_total=0.0 + variance,
         avg_load_correlation=None,
         mean_node_load_variance=None,
-        parallelism=_held_nodes(per_node, where),
+        parallelism=len(held),
         min_mean_node_load_variance=None,
         collocation_factor=collocation_factor(instance, assignment),
         load_index=load_index(instance, assignment),
     )
-
-
-def _held_nodes(per_node: list[float], where: list[int]) -> int:
-    """How many nodes hold a unit, given each node's load and each unit's node (-1: none). A node whose load is not
-    0.0 holds one (an empty node's sum is the 0.0 it starts at): when every load is, no pass over the units."""
-    if all(per_node):
-        return len(per_node)
-    held = set(where)
-    held.discard(-1)
-    return len(held)
 
 
 def _cluster_stats(**fields: Any) -> ClusterStats:

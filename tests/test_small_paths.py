@@ -425,7 +425,6 @@ def test_the_node_count_from_the_sums_is_the_count_of_the_units_nodes(
             totals[node] += load
     held = len({node for node in where if node >= 0})
     assert plan_check._held_nodes(totals, where) == held
-    assert metrics._held_nodes(totals, where) == held
 
 
 def _always_general(*_: Any) -> Any:
