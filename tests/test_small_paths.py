@@ -463,7 +463,7 @@ def _corrupt_moves(moves: list[dict[str, Any]], how: str) -> list[dict[str, Any]
     elif moves and how == "from wrong":
         moves[0]["from"] = "elsewhere"
     elif moves and how == "to wrong":
-        moves[-1]["to"] = moves[0]["from"]
+        moves[-1]["to"] = "nowhere"
     elif moves and how == "twice":
         moves.append(copy.deepcopy(moves[0]))
     elif moves and how == "dropped":
