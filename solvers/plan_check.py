@@ -384,9 +384,17 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     index = {n: i for i, n in enumerate(all_nodes)}
     n_all = len(all_nodes)
     assignment: Mapping[str, str] = plan.get("assignment", {})
-    # Each unit's node after the plan; -2: not assigned, or to a node that does not exist (named below).
-    after_list = list(map(index.get, map(assignment.get, unit_ids), repeat(-2)))
-    if -2 in after_list or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
+    # Each unit's node after the plan; -2: not assigned, or to a node that does not exist (named below). An
+    # assignment that names the units in request order (the service's) is read in that order, no lookup per unit;
+    # its keys being distinct, so are the unit ids then.
+    in_order = list(assignment) == unit_ids
+    if in_order:
+        after_list = list(map(index.get, assignment.values(), repeat(-2)))
+    else:
+        after_list = list(map(index.get, map(assignment.get, unit_ids), repeat(-2)))
+    if -2 in after_list or (
+        not in_order and (len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids))
+    ):
         assigned_to = list(map(assignment.get, unit_ids))
         if None in assigned_to or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
             units = dict(zip(unit_ids, unit_list, strict=True))

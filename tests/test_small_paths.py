@@ -516,3 +516,41 @@ def test_the_statistics_within_the_tolerance_are_judged_as_by_the_general_compar
         general = check_plan(body, copy.deepcopy(answer))
     assert fast == general
     assert (offset <= 1e-7) <= (fast == [])
+
+
+@SETTINGS
+@given(
+    body=small_snapshots(),
+    order=st.sampled_from(["reversed", "one missing", "one unknown", "one extra", "to an unknown node"]),
+    corrupt=st.sampled_from(["none", "overload"]),
+)
+def test_an_assignment_in_request_order_is_judged_as_one_in_any_order(
+    body: dict[str, Any], order: str, corrupt: str
+) -> None:
+    """The assignment read in request order (no lookup per unit) finds what the lookups by unit id find."""
+    instance = instance_of(body)
+    answer = plan_answer(instance, baselines.flux(instance), "flux", 1.0)
+    if corrupt == "overload":
+        answer["assignment"] = dict.fromkeys(answer["assignment"], body["nodes"][0]["id"])
+    in_order = check_plan(body, copy.deepcopy(answer))
+    items = list(answer["assignment"].items())
+    last_unit, last_node = items[-1]
+    if order == "reversed":
+        items.reverse()
+    elif order == "one missing":
+        items.pop()
+    elif order == "one unknown":
+        items[-1] = ("nobody", last_node)
+    elif order == "one extra":
+        items.append(("nobody", last_node))
+    else:
+        items[-1] = (last_unit, "nowhere")
+    answer["assignment"] = dict(items)
+    other = check_plan(body, copy.deepcopy(answer))
+    if order == "reversed":
+        assert other == in_order
+    else:  # the same plan with one entry off, first in order then not: named the same way either way
+        answer["assignment"] = dict(reversed(items))
+        assert check_plan(body, copy.deepcopy(answer)) == other
+        assert other
+    assert (corrupt == "none") <= (in_order == [])
