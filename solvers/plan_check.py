@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from itertools import compress, repeat
-from operator import itemgetter, ne
+from operator import itemgetter, ne, not_
 from typing import Any
 
 import numpy as np
@@ -155,17 +155,27 @@ def _single_load_stats(
     del totals_before[n_nodes], totals_after[n_nodes]
     total_load = math.fsum(unit_load)
     return (
-        _single_load_state(totals_before, set(where_before), total_load, capacity, staying_before),
-        _single_load_state(totals_after, set(where_after), total_load, capacity, staying_after),
+        _single_load_state(totals_before, where_before, total_load, capacity, staying_before),
+        _single_load_state(totals_after, where_after, total_load, capacity, staying_after),
         total_load,
     )
 
 
-def _single_load_state(
-    totals: list[float], held: set[int], total_load: float, capacity: list[float], staying: list[bool]
-) -> dict[str, Any]:
-    """The statistics of one state from its node sums and the nodes its units are on (-1: none)."""
+def _held_nodes(totals: list[float], where: list[int]) -> int:
+    """How many nodes hold a unit (parallelism), given each node's sum and each unit's node (-1: none). A node whose
+    sum is not 0.0 holds one (an empty node's sum stays the 0.0 it starts at): when every sum is, no pass over the
+    units (most plans); else the set of their nodes."""
+    if all(totals):
+        return len(totals)
+    held = set(where)
     held.discard(-1)
+    return len(held)
+
+
+def _single_load_state(
+    totals: list[float], where: list[int], total_load: float, capacity: list[float], staying: list[bool]
+) -> dict[str, Any]:
+    """The statistics of one state from its node sums and the node each unit is on (-1: none)."""
     util = [100.0 * total / cap for total, cap in zip(totals, capacity, strict=True)]
     if all(staying):
         rows, util_staying, staying_capacity = totals, util, capacity
@@ -184,13 +194,25 @@ def _single_load_state(
         "min_utilization": low_util,
         "imbalance": variance,
         "imbalance_total": variance,
-        "parallelism": len(held),
+        "parallelism": _held_nodes(totals, where),
         "avg_load_correlation": None,
         "mean_node_load_variance": None,
         "min_mean_node_load_variance": None,
         "_peak_node_load": max(max(totals), -min(totals)) if totals else 0.0,
         "_util": util,  # each node's utilization, for the capacity rule
     }
+
+
+def _abs_close(reported: Any, computed: Any) -> bool:
+    """Two floats within `_close`'s absolute tolerance (ABS_TOL x max(1, |computed|)): a sufficient test for
+    `_matches` of a single number (it never accepts what `_matches` rejects), cheap enough to try first."""
+    return (
+        type(computed) is float
+        and type(reported) is float
+        and abs(reported - computed)
+        <= ABS_TOL * max(1.0, abs(computed))
+        < math.inf  # (an infinity: _close's call)
+    )
 
 
 def _matches(claimed: Any, computed: Any) -> bool:
@@ -256,133 +278,21 @@ def _objects(values: list[Any]) -> np.ndarray:
     return out
 
 
-def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
-    """Every violation found, as sentences; an empty list means the plan is valid for the request."""
+_MOVE_ROW = itemgetter("unit", "from", "to", "cost")
+
+
+def _move_problems(
+    moves: list[Any],
+    unit_ids: list[str],
+    unit_list: list[Any],
+    all_nodes: list[str],
+    after_list: list[int],
+    moved_list: list[int],
+    want_cost_list: list[float],
+) -> list[str]:
+    """The moves list against the diff of the assignment, move by move: a list that is not exactly the migrations'
+    rows in unit order (another order, a field off within or beyond the tolerance, a missing, extra or repeated move)."""
     problems: list[str] = []
-    nodes = {n["id"]: n for n in request["nodes"]}
-    # Per-unit columns are read with map() over C-level getters: one pass each, no Python frame per unit (the
-    # validator runs on every plan, up to 250,000 units).
-    unit_list = list(request["units"])
-    unit_ids = list(map(itemgetter("id"), unit_list))
-    scaling = plan.get("scaling") or {}
-    added = list(scaling.get("add_nodes", []))
-    removed = set(scaling.get("remove_nodes", []))
-    marked = set(scaling.get("drain_nodes", []))  # marked for removal by the plan (scale-in): like draining
-    new_capacity = float(scaling.get("new_node_capacity", 100.0))
-
-    for node_id in added:
-        if node_id in nodes:
-            problems.append(f"added node {node_id!r} clashes with an existing node")
-    for node_id in removed:
-        if node_id not in nodes and node_id not in added:
-            problems.append(f"removed node {node_id!r} is unknown")
-    for node_id in marked:
-        if node_id not in nodes:
-            problems.append(f"node {node_id!r} marked for removal is unknown")
-
-    # Per node, the request's then the added ones: its capacity, whether it stays before and after the plan (draining,
-    # removed and marked nodes leave), whether it may receive a unit that moves, whether the plan removes it.
-    if not (added or removed or marked):  # (most plans: the request's nodes only, fewer passes)
-        all_nodes = list(nodes)
-        capacity_list = [float(node.get("capacity", 100.0)) for node in nodes.values()]
-        blocked_mask = [bool(node.get("draining", False)) for node in nodes.values()]
-        draining = set(compress(all_nodes, blocked_mask))
-        staying_before_list = staying_after_list = [not blocked for blocked in blocked_mask]
-        removed_mask = [False] * len(all_nodes)
-    else:
-        capacity = {n: float(nodes[n].get("capacity", 100.0)) for n in nodes}
-        capacity.update(dict.fromkeys(added, new_capacity))
-        all_nodes = list(nodes) + [n for n in added if n not in nodes]
-        draining = {n for n in nodes if nodes[n].get("draining", False)}
-        capacity_list = [capacity[n] for n in all_nodes]
-        blocked_mask = [n in draining or n in marked for n in all_nodes]  # receive no unit that moves
-        staying_before_list = [n in nodes and n not in draining for n in all_nodes]
-        staying_after_list = [not (n in draining or n in removed or n in marked) for n in all_nodes]
-        removed_mask = [n in removed for n in all_nodes]
-
-    # Columns, one entry per unit in request order, each index looked up once. A plan of up to SMALL_UNITS units is
-    # checked on Python lists (numpy's per-call overhead would be most of the time: 30 calls on 100 units); a larger
-    # one with array operations, not a Python pass per unit (250,000 units). Both find the same units and rules.
-    index = {n: i for i, n in enumerate(all_nodes)}
-    n_all = len(all_nodes)
-    assignment: Mapping[str, str] = plan.get("assignment", {})
-    # Each unit's node after the plan; -2: not assigned, or to a node that does not exist (named below).
-    after_list = list(map(index.get, map(assignment.get, unit_ids), repeat(-2)))
-    if -2 in after_list or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
-        assigned_to = list(map(assignment.get, unit_ids))
-        if None in assigned_to or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
-            units = dict(zip(unit_ids, unit_list, strict=True))
-            missing = [u for u in units if u not in assignment]
-            extra = [u for u in assignment if u not in units]
-            if missing:
-                problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
-            if extra:
-                problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
-            if missing or extra:
-                return problems
-            # duplicate unit ids in the request (the service rejects those): check the last of each, as a dict keeps
-            unit_list = list(units.values())
-            unit_ids = list(units)
-            assigned_to = list(map(assignment.get, unit_ids))
-        after_list = list(map(index.get, assigned_to, repeat(-2)))
-        if -2 in after_list:
-            for k in [k for k, i in enumerate(after_list) if i == -2]:
-                problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
-            return problems
-    n_units = len(unit_ids)
-    # A unit without a node (None, or a node the request does not name) is nowhere before the plan. (Its node's
-    # name is read again for the few units that move.)
-    before_list = list(map(index.get, map(dict.get, unit_list, repeat("node")), repeat(-1)))
-    small = n_units <= SMALL_UNITS
-    where_before: Any = before_list
-    where_after: Any = after_list
-    if small:
-        # the units on another node now (a C-level scan), then the rules on those few only
-        changed_list = list(compress(range(n_units), map(ne, after_list, before_list)))
-        broken = (any(removed_mask) and any(map(removed_mask.__getitem__, after_list))) or any(
-            [unit_list[k].get("pinned", False) or blocked_mask[after_list[k]] for k in changed_list]
-        )
-    # As arrays: a plan too large for lists, or a broken one (named unit by unit below).
-    if not small or broken:
-        where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
-        where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
-        changed = where_after != where_before
-        pinned = np.fromiter(
-            map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units
-        )
-    if not small:
-        changed_list = np.flatnonzero(changed).tolist()
-        # One test for the four rules first: a valid plan (every plan the service sends) breaks none.
-        broken = bool(
-            (
-                np.array(removed_mask, dtype=bool)[where_after]
-                | (changed & (pinned | np.array(blocked_mask, dtype=bool)[where_after]))
-            ).any()
-        )
-    if broken:  # named unit by unit, as arrays whatever the size (only a broken plan gets here)
-        removed_at = np.array(removed_mask, dtype=bool)[where_after]
-        draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
-        marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
-        for k in np.flatnonzero(removed_at).tolist():
-            problems.append(f"unit {unit_ids[k]!r} is on removed node {all_nodes[where_after[k]]!r}")
-        for k in np.flatnonzero(changed & pinned).tolist():
-            problems.append(
-                f"pinned unit {unit_ids[k]!r} moved from {unit_list[k].get('node')!r} to "
-                f"{all_nodes[where_after[k]]!r}"
-            )
-        for k in np.flatnonzero(changed & draining_mask[where_after]).tolist():
-            problems.append(f"unit {unit_ids[k]!r} moved onto draining node {all_nodes[where_after[k]]!r}")
-        for k in np.flatnonzero(changed & marked_mask[where_after]).tolist():
-            problems.append(
-                f"unit {unit_ids[k]!r} moved onto node {all_nodes[where_after[k]]!r} that the plan marks for removal"
-            )
-        return problems
-    # Nodes that receive a unit; the units that migrate (placed before, elsewhere now) and their state sizes.
-    receivers = {after_list[k] for k in changed_list}
-    moved_list = [k for k in changed_list if before_list[k] >= 0]
-    want_cost_list = [float(unit_list[k].get("state_size", 0.0)) for k in moved_list]
-
-    moves = list(plan.get("moves", []))
     reported_units = list(map(itemgetter("unit"), moves))
     expected_ids = [unit_ids[k] for k in moved_list]
     reported_set = set(reported_units)
@@ -422,6 +332,160 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
                 f"move of {unit_ids[k]!r} reported as {(moves[j].get('from'), moves[j]['to'], float(moves[j]['cost']))}, "
                 f"is {(unit_list[k].get('node'), all_nodes[after_list[k]], want_cost_list[j])}"
             )
+    return problems
+
+
+def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
+    """Every violation found, as sentences; an empty list means the plan is valid for the request."""
+    problems: list[str] = []
+    nodes = {n["id"]: n for n in request["nodes"]}
+    # Per-unit columns are read with map() over C-level getters: one pass each, no Python frame per unit (the
+    # validator runs on every plan, up to 250,000 units).
+    unit_list = list(request["units"])
+    unit_ids = list(map(itemgetter("id"), unit_list))
+    scaling = plan.get("scaling") or {}
+    added = list(scaling.get("add_nodes", []))
+    removed = set(scaling.get("remove_nodes", []))
+    marked = set(scaling.get("drain_nodes", []))  # marked for removal by the plan (scale-in): like draining
+    new_capacity = float(scaling.get("new_node_capacity", 100.0))
+
+    for node_id in added:
+        if node_id in nodes:
+            problems.append(f"added node {node_id!r} clashes with an existing node")
+    for node_id in removed:
+        if node_id not in nodes and node_id not in added:
+            problems.append(f"removed node {node_id!r} is unknown")
+    for node_id in marked:
+        if node_id not in nodes:
+            problems.append(f"node {node_id!r} marked for removal is unknown")
+
+    # Per node, the request's then the added ones: its capacity, whether it stays before and after the plan (draining,
+    # removed and marked nodes leave), whether it may receive a unit that moves, whether the plan removes it.
+    if not (added or removed or marked):  # (most plans: the request's nodes only, fewer passes)
+        all_nodes = list(nodes)
+        capacity_list = list(map(float, map(dict.get, nodes.values(), repeat("capacity"), repeat(100.0))))
+        blocked_mask = list(map(bool, map(dict.get, nodes.values(), repeat("draining"), repeat(False))))
+        staying_before_list = staying_after_list = list(map(not_, blocked_mask))
+        removed_mask = [False] * len(all_nodes)
+    else:
+        capacity = {n: float(nodes[n].get("capacity", 100.0)) for n in nodes}
+        capacity.update(dict.fromkeys(added, new_capacity))
+        all_nodes = list(nodes) + [n for n in added if n not in nodes]
+        capacity_list = [capacity[n] for n in all_nodes]
+        draining = {n for n in nodes if nodes[n].get("draining", False)}
+        blocked_mask = [n in draining or n in marked for n in all_nodes]  # receive no unit that moves
+        staying_before_list = [n in nodes and n not in draining for n in all_nodes]
+        staying_after_list = [not (n in draining or n in removed or n in marked) for n in all_nodes]
+        removed_mask = [n in removed for n in all_nodes]
+
+    # Columns, one entry per unit in request order, each index looked up once. A plan of up to SMALL_UNITS units is
+    # checked on Python lists (numpy's per-call overhead would be most of the time: 30 calls on 100 units); a larger
+    # one with array operations, not a Python pass per unit (250,000 units). Both find the same units and rules.
+    index = {n: i for i, n in enumerate(all_nodes)}
+    n_all = len(all_nodes)
+    assignment: Mapping[str, str] = plan.get("assignment", {})
+    # Each unit's node after the plan; -2: not assigned, or to a node that does not exist (named below). An
+    # assignment that names the units in request order (the service's) is read in that order, no lookup per unit;
+    # its keys being distinct, so are the unit ids then.
+    in_order = list(assignment) == unit_ids
+    if in_order:
+        after_list = list(map(index.get, assignment.values(), repeat(-2)))
+    else:
+        after_list = list(map(index.get, map(assignment.get, unit_ids), repeat(-2)))
+    if -2 in after_list or (
+        not in_order and (len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids))
+    ):
+        assigned_to = list(map(assignment.get, unit_ids))
+        if None in assigned_to or len(assignment) != len(unit_ids) or len(set(unit_ids)) != len(unit_ids):
+            units = dict(zip(unit_ids, unit_list, strict=True))
+            missing = [u for u in units if u not in assignment]
+            extra = [u for u in assignment if u not in units]
+            if missing:
+                problems.append(f"{len(missing)} units not assigned, e.g. {missing[:3]}")
+            if extra:
+                problems.append(f"{len(extra)} unknown units assigned, e.g. {extra[:3]}")
+            if missing or extra:
+                return problems
+            # duplicate unit ids in the request (the service rejects those): check the last of each, as a dict keeps
+            unit_list = list(units.values())
+            unit_ids = list(units)
+            assigned_to = list(map(assignment.get, unit_ids))
+        after_list = list(map(index.get, assigned_to, repeat(-2)))
+        if -2 in after_list:
+            for k in [k for k, i in enumerate(after_list) if i == -2]:
+                problems.append(f"unit {unit_ids[k]!r} assigned to unknown node {assigned_to[k]!r}")
+            return problems
+    n_units = len(unit_ids)
+    # A unit without a node (None, or a node the request does not name) is nowhere before the plan. (Its node's
+    # name is read again for the few units that move.)
+    try:
+        before_names = list(map(itemgetter("node"), unit_list))
+    except KeyError:  # (the wire form may leave a unit's node out)
+        before_names = list(map(dict.get, unit_list, repeat("node")))
+    before_list = list(map(index.get, before_names, repeat(-1)))
+    small = n_units <= SMALL_UNITS
+    where_before: Any = before_list
+    where_after: Any = after_list
+    if small:
+        # the units on another node now (a C-level scan), then the rules on those few only
+        changed_list = list(compress(range(n_units), map(ne, after_list, before_list)))
+        broken = (any(removed_mask) and any(map(removed_mask.__getitem__, after_list))) or any(
+            [unit_list[k].get("pinned", False) or blocked_mask[after_list[k]] for k in changed_list]
+        )
+    # As arrays: a plan too large for lists, or a broken one (named unit by unit below).
+    if not small or broken:
+        where_before = np.array(before_list, dtype=np.int64).reshape(n_units)
+        where_after = np.array(after_list, dtype=np.int64).reshape(n_units)
+        changed = where_after != where_before
+        pinned = np.fromiter(
+            map(dict.get, unit_list, repeat("pinned"), repeat(False)), dtype=bool, count=n_units
+        )
+    if not small:
+        changed_list = np.flatnonzero(changed).tolist()
+        # One test for the four rules first: a valid plan (every plan the service sends) breaks none.
+        broken = bool(
+            (
+                np.array(removed_mask, dtype=bool)[where_after]
+                | (changed & (pinned | np.array(blocked_mask, dtype=bool)[where_after]))
+            ).any()
+        )
+    if broken:  # named unit by unit, as arrays whatever the size (only a broken plan gets here)
+        removed_at = np.array(removed_mask, dtype=bool)[where_after]
+        draining = {n for n in nodes if nodes[n].get("draining", False)}
+        draining_mask = np.array([n in draining for n in all_nodes], dtype=bool)
+        marked_mask = np.array([n in marked for n in all_nodes], dtype=bool)
+        for k in np.flatnonzero(removed_at).tolist():
+            problems.append(f"unit {unit_ids[k]!r} is on removed node {all_nodes[where_after[k]]!r}")
+        for k in np.flatnonzero(changed & pinned).tolist():
+            problems.append(
+                f"pinned unit {unit_ids[k]!r} moved from {unit_list[k].get('node')!r} to "
+                f"{all_nodes[where_after[k]]!r}"
+            )
+        for k in np.flatnonzero(changed & draining_mask[where_after]).tolist():
+            problems.append(f"unit {unit_ids[k]!r} moved onto draining node {all_nodes[where_after[k]]!r}")
+        for k in np.flatnonzero(changed & marked_mask[where_after]).tolist():
+            problems.append(
+                f"unit {unit_ids[k]!r} moved onto node {all_nodes[where_after[k]]!r} that the plan marks for removal"
+            )
+        return problems
+    # Nodes that receive a unit; the units that migrate (placed before, elsewhere now) and their state sizes.
+    receivers = {after_list[k] for k in changed_list}
+    moved_list = [k for k in changed_list if before_list[k] >= 0]
+    want_cost_list = [float(unit_list[k].get("state_size", 0.0)) for k in moved_list]
+    moves = plan.get("moves", [])
+    # The common case first: the moves in unit order, each exactly its migration's (unit, from, to, cost) row (one
+    # C-level comparison; unit ids are distinct here, so no unit twice); any other list goes through the checks.
+    try:
+        exact = list(map(_MOVE_ROW, moves)) == [
+            (unit_ids[k], unit_list[k].get("node"), all_nodes[after_list[k]], cost)
+            for k, cost in zip(moved_list, want_cost_list, strict=True)
+        ]
+    except (KeyError, TypeError, IndexError):  # a move without a field, or not a mapping: named below
+        exact = False
+    if not exact:
+        problems += _move_problems(
+            list(moves), unit_ids, unit_list, all_nodes, after_list, moved_list, want_cost_list
+        )
     count = len(moved_list)
     cost_total = math.fsum(want_cost_list)
     if plan.get("migrations") is not None and plan["migrations"] != count:
@@ -527,6 +591,8 @@ def check_plan(request: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
             reported = claimed.get(key, _MISSING)
             if reported == value:  # the common case, and cheaper than the tolerance (22 keys per plan)
                 continue
+            if _abs_close(reported, value):
+                continue  # another summation order (most mismatches): cheaper than _matches and the allowance
             if reported is _MISSING:
                 problems.append(f"{label}.{key} missing")
             elif not (

@@ -1,6 +1,7 @@
 """The small-instance paths (Python lists instead of numpy, issue 9's throughput) give the same answers as the numpy
 paths, bit for bit: flux's plans, the statistics, numpy's summation order; the answer's plain data is the response
-model's JSON; the validator finds the same problems on both of its paths."""
+model's JSON; the validator finds the same problems on both of its paths, and its shortcuts decide as the checks they
+skip."""
 
 from __future__ import annotations
 
@@ -397,3 +398,159 @@ def test_with_values_takes_only_list_forms() -> None:
     instance = instance_of({"nodes": [{"id": "a"}], "units": [{"id": "u", "node": "a", "load": 1.0}]})
     with pytest.raises(TypeError, match="load is not a list form"):
         instance.with_values(load=[1.0])
+
+
+# The validator's and the statistics' shortcuts (eleventh pass) decide as the general checks they skip: the node
+# count without a set of the units' nodes, the moves compared as whole rows, the absolute tolerance tried before
+# `_matches`. Each is pinned against the path it shortcuts, on the same plans and on corrupted ones.
+
+# Loads whose node sums can be 0.0 with units on the node (zeros, -0.0, cancelling pairs), NaN or infinite.
+NODE_SUM_LOADS = st.sampled_from(
+    [0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, 0.1, 1e300, -1e300, math.inf, -math.inf]
+)
+
+
+@SETTINGS
+@given(
+    n_nodes=st.integers(1, 8),
+    units=st.lists(st.tuples(st.integers(-1, 7), NODE_SUM_LOADS), max_size=30),
+)
+def test_the_node_count_from_the_sums_is_the_count_of_the_units_nodes(
+    n_nodes: int, units: list[tuple[int, float]]
+) -> None:
+    where = [node % n_nodes if node >= 0 else -1 for node, _ in units]
+    totals = [0.0] * n_nodes
+    for node, (_, load) in zip(where, units, strict=True):
+        if node >= 0:
+            totals[node] += load
+    held = len({node for node in where if node >= 0})
+    assert plan_check._held_nodes(totals, where) == held
+
+
+def _always_general(*_: Any) -> Any:
+    raise KeyError("the row comparison is off: every moves list goes through the move-by-move checks")
+
+
+MOVE_CORRUPTIONS = [
+    "none",
+    "reversed",
+    "cost within tolerance",
+    "cost beyond tolerance",
+    "cost as int",
+    "from missing",
+    "from wrong",
+    "to wrong",
+    "twice",
+    "dropped",
+    "extra",
+]
+
+
+def _corrupt_moves(moves: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
+    moves = copy.deepcopy(moves)
+    if how == "reversed":
+        moves.reverse()
+    elif how == "extra":
+        moves.append({"unit": "nobody", "from": "n0", "to": "n0", "cost": 0.0})
+    elif moves and how == "cost within tolerance":
+        moves[0]["cost"] = moves[0]["cost"] * (1 + 1e-9)
+    elif moves and how == "cost beyond tolerance":
+        moves[-1]["cost"] = moves[-1]["cost"] + 1.0
+    elif moves and how == "cost as int":
+        moves[0]["cost"] = int(moves[0]["cost"])
+    elif moves and how == "from missing":
+        del moves[0]["from"]
+    elif moves and how == "from wrong":
+        moves[0]["from"] = "elsewhere"
+    elif moves and how == "to wrong":
+        moves[-1]["to"] = "nowhere"
+    elif moves and how == "twice":
+        moves.append(copy.deepcopy(moves[0]))
+    elif moves and how == "dropped":
+        moves.pop()
+    return moves
+
+
+@SETTINGS
+@given(body=small_snapshots(), how=st.sampled_from(MOVE_CORRUPTIONS))
+def test_the_moves_compared_as_rows_find_what_the_move_by_move_checks_find(
+    body: dict[str, Any], how: str, monkeypatch_module: Any
+) -> None:
+    instance = instance_of(body)
+    answer = plan_answer(instance, baselines.flux(instance), "flux", 1.0)
+    answer["moves"] = _corrupt_moves(answer["moves"], how)
+    fast = check_plan(body, copy.deepcopy(answer))
+    with monkeypatch_module.context() as patch:
+        patch.setattr(plan_check, "_MOVE_ROW", _always_general)
+        general = check_plan(body, copy.deepcopy(answer))
+    assert fast == general
+    if how in ("none", "reversed", "cost within tolerance", "cost as int"):
+        assert fast == []
+    elif answer["moves"] and how not in ("from missing",):  # (a move without 'from' reads as from None)
+        assert fast
+
+
+@SETTINGS
+@given(
+    reported=st.floats(allow_nan=True, allow_infinity=True) | st.integers(-3, 3) | st.none() | st.booleans(),
+    computed=st.floats(allow_nan=True, allow_infinity=True),
+)
+def test_the_absolute_tolerance_accepts_nothing_that_matches_rejects(reported: Any, computed: float) -> None:
+    assert plan_check._abs_close(reported, computed) <= plan_check._matches(reported, computed)
+
+
+@SETTINGS
+@given(body=small_snapshots(), offset=st.sampled_from([1e-15, 1e-12, 1e-9, 1e-7, 1e-6, 2e-6, 1e-4, 1.0]))
+def test_the_statistics_within_the_tolerance_are_judged_as_by_the_general_comparison(
+    body: dict[str, Any], offset: float, monkeypatch_module: Any
+) -> None:
+    instance = instance_of(body)
+    answer = plan_answer(instance, baselines.flux(instance), "flux", 1.0)
+    for label in ("before", "after"):
+        for key in ("load_distance", "max_utilization", "imbalance", "imbalance_total"):
+            value = answer[label][key]
+            answer[label][key] = value + offset * max(1.0, abs(value))
+    fast = check_plan(body, copy.deepcopy(answer))
+    with monkeypatch_module.context() as patch:
+        patch.setattr(plan_check, "_abs_close", lambda *_: False)
+        general = check_plan(body, copy.deepcopy(answer))
+    assert fast == general
+    assert (offset <= 1e-7) <= (fast == [])
+
+
+@SETTINGS
+@given(
+    body=small_snapshots(),
+    order=st.sampled_from(["reversed", "one missing", "one unknown", "one extra", "to an unknown node"]),
+    corrupt=st.sampled_from(["none", "overload"]),
+)
+def test_an_assignment_in_request_order_is_judged_as_one_in_any_order(
+    body: dict[str, Any], order: str, corrupt: str
+) -> None:
+    """The assignment read in request order (no lookup per unit) finds what the lookups by unit id find."""
+    instance = instance_of(body)
+    answer = plan_answer(instance, baselines.flux(instance), "flux", 1.0)
+    if corrupt == "overload":
+        answer["assignment"] = dict.fromkeys(answer["assignment"], body["nodes"][0]["id"])
+    in_order = check_plan(body, copy.deepcopy(answer))
+    items = list(answer["assignment"].items())
+    last_unit, last_node = items[-1]
+    if order == "reversed":
+        items.reverse()
+    elif order == "one missing":
+        items.pop()
+    elif order == "one unknown":
+        items[-1] = ("nobody", last_node)
+    elif order == "one extra":
+        items.append(("nobody", last_node))
+    else:
+        items[-1] = (last_unit, "nowhere")
+    answer["assignment"] = dict(items)
+    other = check_plan(body, copy.deepcopy(answer))
+    if order == "reversed":
+        assert other == in_order
+    else:  # the same plan with one entry off, first in order then not: named the same way either way
+        answer["assignment"] = dict(reversed(items))
+        assert check_plan(body, copy.deepcopy(answer)) == other
+        assert other
+    assert (corrupt == "none") <= (in_order == [])
