@@ -103,6 +103,8 @@ WALK_PERTURBATIONS = 300
 # 0.155 in 3 of 20 without, 3 of 20 at 40, 0 of 20 at 20. A false stall only costs speed (the band repair also
 # finds improvements while the search moves).
 FILL_STALL_PERTURBATIONS = 20
+# In a stall, the band repair on every FILL_STALL_EVERY-th perturbation (the others chosen by the statistics).
+FILL_STALL_EVERY = 1
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -411,6 +413,7 @@ class _Rounds:
         fill = self.fill_s <= share * (self.fill_s + self.plain_s)
         # A stall: the band repair, the repair that leaves local optima (FILL_STALL_PERTURBATIONS).
         stalled = self.since_improved >= FILL_STALL_PERTURBATIONS
+        stalled &= (self.since_improved - FILL_STALL_PERTURBATIONS) % FILL_STALL_EVERY == 0
         fill |= stalled
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
