@@ -122,34 +122,3 @@ def test_the_stall_counter_is_not_reset_by_walk_steps(monkeypatch: pytest.Monkey
         since_last_best = 0 if rounds._perturbation_round(rng) else since_last_best + 1
         assert rounds.since_improved == since_last_best
     assert rounds.walks >= 1
-
-
-def test_an_alternating_stall_rule_leaves_every_other_repair_to_the_statistics(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """FILL_STALL_EVERY = 2: in a stall the band repair on every other perturbation, the others by the balance
-    (which here picks the descent alone); only the stall's band repairs stay outside the statistics."""
-    monkeypatch.setattr(solve, "FILL_STALL_EVERY", 2)
-    inst = _instance(4, "count")
-    start = LocalSearch(inst, inst.current, inst.current)
-    start.descend(time.perf_counter() + 30, solve.DESCENT_STEPS)
-    best = solve._Best(start, "current plan")
-    rounds = solve._Rounds(inst, best, inst.current, 0.0, time.perf_counter() + 60, 0.0, 4, "cp-sat")
-    band_repairs: list[int] = []
-    fill_band = LocalSearch.fill_band
-
-    def counted(self: LocalSearch, *args: object, **kwargs: object) -> None:
-        band_repairs.append(rounds.perturbations)
-        fill_band(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(LocalSearch, "fill_band", counted)
-    rng = np.random.default_rng(4)
-    rounds.fill_s = 10.0  # the balance alone picks the descent alone
-    rounds.since_improved = solve.FILL_STALL_PERTURBATIONS
-    for _ in range(20):
-        if rounds._perturbation_round(rng):
-            break
-    # Every perturbation was chosen in the stall (a new best ends the loop): the 1st, 3rd, ... had the band repair.
-    assert band_repairs == list(range(0, rounds.perturbations, 2))
-    assert rounds.stall_repairs == len(band_repairs) >= 1
-    assert rounds.fill_s == 10.0

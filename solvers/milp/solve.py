@@ -103,12 +103,6 @@ WALK_PERTURBATIONS = 300
 # 0.155 in 3 of 20 without, 3 of 20 at 40, 0 of 20 at 20. A false stall only costs speed (the band repair also
 # finds improvements while the search moves).
 FILL_STALL_PERTURBATIONS = 20
-# In a stall, the band repair on every FILL_STALL_EVERY-th perturbation (the others chosen by the statistics).
-FILL_STALL_EVERY = 1
-# Candidate (b): in a stall, the two repairs share the time by their escapes per second in stalls (band repair
-# counted FILL_STALL_PRIOR escape in advance, the descent alone the rest), not the band repair alone.
-FILL_STALL_LEARNED = False
-FILL_STALL_PRIOR = 0.9
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
 
@@ -354,8 +348,6 @@ class _Rounds:
         self.walks = 0  # trials accepted unconditionally (WALK_PERTURBATIONS)
         self.since_improved = 0  # perturbations since the last new best plan (FILL_STALL_PERTURBATIONS)
         self.stall_repairs = 0  # band repairs chosen for a stall
-        self.stall_fill_s = self.stall_plain_s = 0.0  # FILL_STALL_LEARNED: time and escapes per repair in stalls
-        self.stall_fill_wins = self.stall_plain_wins = 0
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -419,14 +411,7 @@ class _Rounds:
         fill = self.fill_s <= share * (self.fill_s + self.plain_s)
         # A stall: the band repair, the repair that leaves local optima (FILL_STALL_PERTURBATIONS).
         stalled = self.since_improved >= FILL_STALL_PERTURBATIONS
-        stalled &= (self.since_improved - FILL_STALL_PERTURBATIONS) % FILL_STALL_EVERY == 0
-        stall_plain = False
-        if stalled and FILL_STALL_LEARNED:
-            rate_fill = (self.stall_fill_wins + FILL_STALL_PRIOR) / (self.stall_fill_s + FILL_PRIOR_S)
-            rate_plain = (self.stall_plain_wins + 1 - FILL_STALL_PRIOR) / (self.stall_plain_s + FILL_PRIOR_S)
-            total = self.stall_fill_s + self.stall_plain_s
-            stall_plain = self.stall_fill_s > rate_fill / (rate_fill + rate_plain) * total
-        fill = (fill or stalled) and not stall_plain
+        fill |= stalled
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
         fill &= inst.max_migrations is not None or inst.max_migration_cost is not None
@@ -457,15 +442,10 @@ class _Rounds:
         else:
             self.current = current
         spent = time.perf_counter() - started
-        if stalled and stall_plain:
-            self.stall_plain_s += spent
-            self.stall_plain_wins += int(improved)
-        elif fill and stalled:
+        if fill and stalled:
             # Outside the statistics: their time would hold the band repair back once the search moves again
             # (the share balances time), and escapes from a stall say nothing about the moving search.
             self.stall_repairs += 1
-            self.stall_fill_s += spent
-            self.stall_fill_wins += int(improved)
         elif fill:
             self.fill_s += spent
             self.fill_wins += int(improved)
