@@ -35,8 +35,8 @@ from solvers.milp import solve, solve_milp, warm_up
 
 def held_out_instance(spec: dict[str, Any]) -> AssignmentInstance:
     groups = spec.get("groups", 1024)
-    if spec["keys"] == "year":
-        counts = flight_key_counts("year")
+    if spec["keys"] in ("year", "day"):
+        counts = flight_key_counts(spec["keys"])
         keys = sorted(counts)
         loads = key_group_loads(keys, np.array([counts[k] for k in keys], dtype=np.float64), groups)
     else:

@@ -39,6 +39,11 @@ HELD_OUT: dict[str, dict[str, Any]] = {
     },
     "year 2048 kg 40n cost 2 %": {"keys": "year", "groups": 2048, "nodes": 40, "cost": 0.02},
     "year 40n K60 4 draining": {"keys": "year", "nodes": 40, "K": 60, "draining": 4, "seed": 7},
+    # Loads that are small record counts (the busiest day: 1-9 departures a key group): a coarse lattice of loads
+    "day 30n K25": {"keys": "day", "nodes": 30, "K": 25},
+    "day 50n K40": {"keys": "day", "nodes": 50, "K": 40},
+    "day 2048 kg 40n K30": {"keys": "day", "groups": 2048, "nodes": 40, "K": 30},
+    "day 40n cost 2 %": {"keys": "day", "nodes": 40, "cost": 0.02},
 }
 
 CHILD = """
@@ -53,8 +58,8 @@ except ImportError:
     pass
 spec, seeds, limit = json.loads(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 groups = spec.get("groups", 1024)
-if spec["keys"] == "year":
-    counts = flight_key_counts("year")
+if spec["keys"] in ("year", "day"):
+    counts = flight_key_counts(spec["keys"])
     keys = sorted(counts)
     loads = key_group_loads(keys, np.array([counts[k] for k in keys], dtype=np.float64), groups)
 else:

@@ -45,6 +45,9 @@ RELATIVE_TOLERANCE = 1e-12  # floating-point slack on sums compared with budgets
 # Points: the bisection stops when its ends are this close (a plan's own distance is tested exactly through
 # LowerBound.rules_out, so the bound need not be finer to prove a plan optimal).
 BISECTION_PRECISION = 1e-7
+# Points: a lattice level must lie this far below a plan's distance to count as a better one (the search's own
+# optimality tolerance; float noise in a utilization is far below it).
+LEVEL_SLACK = 1e-6
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,41 @@ def common_step(loads: FloatArray) -> float | None:
         if np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded)) and rounded.max() < 2**53:
             return step * float(np.gcd.reduce(rounded.astype(np.int64)))
     return None
+
+
+def utilization_steps(instance: AssignmentInstance) -> FloatArray | None:
+    """The utilization steps of the staying nodes (100 g / capacity, one per distinct staying capacity) when every
+    load is an integer multiple of a common step g (record counts: a key group's load is how many records its keys
+    had), else None. A staying node's utilization is then a multiple of its step, so the load distances a plan can
+    have form a lattice around the mean (see deviation_levels_below)."""
+    capacity = instance.capacity[instance.active]
+    if not len(capacity):
+        return None
+    step = common_step(instance.load)
+    if step is None:
+        return None
+    return 100.0 * step / np.unique(capacity)
+
+
+def deviation_levels_below(d: float, mean: float, steps: FloatArray, count: int = 2) -> list[float]:
+    """The `count` largest deviations |k s - mean| (k >= 0 an integer, s one of `steps`) below d - LEVEL_SLACK,
+    largest first: the next load distances a plan can reach below d when every staying node's utilization is a
+    multiple of its step (utilization_steps). Only the lattice points nearest to mean +- d can give them: eight per
+    step are looked at, so this is O(len(steps)) whatever d / s."""
+    limit = d - LEVEL_SLACK
+    found: set[float] = set()
+    for s in steps.tolist():
+        if not s > 0.0 or not math.isfinite(s) or limit <= 0.0:
+            continue
+        upper = math.floor((mean + limit) / s)  # the highest k with k s - mean < d, within one step
+        lower = max(0, math.ceil((mean - limit) / s))  # the lowest k with mean - k s < d, within one step
+        for k in (upper + 1, upper, upper - 1, upper - 2, lower - 1, lower, lower + 1, lower + 2):
+            if k < 0:
+                continue
+            value = abs(k * s - mean)
+            if value < limit:
+                found.add(round(value, 12))
+    return sorted(found, reverse=True)[:count]
 
 
 def granularity_bound(instance: AssignmentInstance) -> float:
