@@ -265,6 +265,37 @@ def deviation_levels_below(d: float, mean: float, steps: FloatArray, count: int 
     return sorted(found, reverse=True)[:count]
 
 
+def deviation_level_at_least(b: float, mean: float, steps: FloatArray) -> float | None:
+    """The smallest deviation |k s - mean| (k >= 0 an integer, s one of `steps`) of at least b, or None (no step):
+    on a lattice (utilization_steps) every plan's load distance is such a deviation, so a bound b on it is one on the
+    lattice's next level too."""
+    found: list[float] = []
+    for s in steps.tolist():
+        if not s > 0.0 or not math.isfinite(s):
+            continue
+        upper = math.ceil((mean + b) / s)  # the lowest k with k s - mean >= b, within one step
+        lower = math.floor((mean - b) / s)  # the highest k with mean - k s >= b, within one step
+        for k in (upper - 1, upper, upper + 1, lower - 1, lower, lower + 1):
+            if k >= 0 and abs(k * s - mean) >= b:
+                found.append(abs(k * s - mean))
+    return min(found) if found else None
+
+
+def lattice_bound(b: float, mean: float, steps: FloatArray | None) -> float:
+    """A bound b on the load distance raised to the lattice's next level at or above it (less a slack for the
+    floating point of both), where loads are counts (steps from utilization_steps); b itself elsewhere. E.g. nodes
+    of 25 or 26 departures of 1.99 points around a mean of 25.13: no distance lies between 0.249 and 1.741, so a
+    bound of 1.0 is one of 1.741."""
+    if steps is None or not len(steps) or not math.isfinite(b):
+        return b
+    level = deviation_level_at_least(b - LEVEL_SLACK, mean, steps)
+    if level is None:
+        return b
+    # A load counts as a multiple of the step within 1e-9 of itself (common_step), so a node's utilization is off
+    # its lattice point by at most 1e-9 of it: twice that, plus float noise, below the level stays a bound.
+    return max(b, level - (2e-9 * (abs(mean) + level) + 0.25 * LEVEL_SLACK))
+
+
 def granularity_bound(instance: AssignmentInstance) -> float:
     """Equal staying capacities, loads all multiples of a step g, nothing on draining nodes: every staying node
     carries a multiple of g, so unless the average is one, some node is at or above the next multiple and some node

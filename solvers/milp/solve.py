@@ -26,7 +26,13 @@ import numpy as np
 
 from solvers import baselines
 from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray, Plan, PlanStatus
-from solvers.milp.bounds import LowerBound, deviation_levels_below, lower_bound, utilization_steps
+from solvers.milp.bounds import (
+    LowerBound,
+    deviation_levels_below,
+    lattice_bound,
+    lower_bound,
+    utilization_steps,
+)
 from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import LocalSearch
@@ -162,7 +168,10 @@ def solve_milp(
     # the bound's tests rule out below (one test); the bound is refined to full precision only when they do not.
     bound = lower_bound(instance, started + 0.25 * (deadline - started), COARSE_BISECTION)
     absolute_gap = residual_gap * instance.load_distance(start)  # points; start: every unit placed
-    lower = bound.value
+    # Loads that are counts: every distance is a level of their lattice, so each bound is raised to the next level.
+    steps = utilization_steps(instance)
+    mean = instance.mean_utilization
+    lower = lattice_bound(bound.value, mean, steps)
 
     def meets(value: float, d: float | None = None) -> bool:
         return (best.key[0] if d is None else d) <= value + OPTIMALITY_TOLERANCE
@@ -261,7 +270,7 @@ def solve_milp(
     # No start proven: the bound to full precision before the gap is judged (same tests as before).
     if not done:
         bound = bound.refined(started + 0.25 * (deadline - started))
-        lower = max(lower, bound.value)
+        lower = max(lower, lattice_bound(bound.value, mean, steps))
         done = settled()
     proven = meets(lower)
     rounds = 0
@@ -277,8 +286,10 @@ def solve_milp(
         n_movable = int(instance.movable.sum())
         rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
         rounds_run.setup_s, rounds_run.absolute_gap, rounds_run.bound = setup_s, absolute_gap, bound
+        rounds_run.steps = np.zeros(0) if steps is None else steps
         rounds_run.run(started, time_limit_s, width, per_node, full=n_active * n_movable <= FULL_MODEL_MOVES)
-        lower, rounding, rounds = rounds_run.lower, rounds_run.rounding, rounds_run.model_rounds
+        lower = lattice_bound(rounds_run.lower, mean, steps)
+        rounding, rounds = rounds_run.rounding, rounds_run.model_rounds
         proven = rounds_run.proven or meets(lower)
         if rounds_run.proven:
             notes.append(
@@ -469,7 +480,7 @@ class _Rounds:
         """The band repair's band: the plan's distance times a factor of FILL_BAND, or from FILL_LEVELS lattice
         levels below it up to FILL_BAND's upper end where those levels lie below FILL_BAND's lower end."""
         d = current.key()[0]
-        if self.steps is None:
+        if self.steps is None:  # (solve_milp hands over the steps it found)
             steps = utilization_steps(self.instance)
             self.steps = np.zeros(0) if steps is None else steps
         low = FILL_BAND[0] * d
