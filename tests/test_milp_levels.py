@@ -18,6 +18,7 @@ from solvers.instance import AssignmentInstance
 from solvers.milp import solve
 from solvers.milp.bounds import (
     LEVEL_SLACK,
+    MAX_LATTICE_CAPACITIES,
     deviation_level_at_least,
     deviation_levels_below,
     lattice_bound,
@@ -97,6 +98,8 @@ def test_utilization_steps_of_counts_and_of_real_loads() -> None:
     mixed = utilization_steps(_instance(counts, np.array([100.0, 200.0, 100.0, 400.0]), current, 5))
     assert mixed is not None and sorted(mixed.tolist()) == pytest.approx([0.75, 1.5, 3.0])
     assert utilization_steps(_instance(rng.lognormal(size=60), np.full(4, 100.0), current, 5)) is None
+    many = np.arange(1, MAX_LATTICE_CAPACITIES + 2) * 10.0  # one distinct capacity too many: no lattice
+    assert utilization_steps(_instance(counts, many, rng.integers(0, len(many), 60), 5)) is None
 
 
 def _rounds(inst: AssignmentInstance, seed: int) -> tuple[solve._Rounds, LocalSearch]:

@@ -48,6 +48,10 @@ BISECTION_PRECISION = 1e-7
 # Points: a lattice level must lie this far below a plan's distance to count as a better one (the search's own
 # optimality tolerance; float noise in a utilization is far below it).
 LEVEL_SLACK = 1e-6
+# Distinct staying capacities up to which loads that are counts are treated as a lattice: its levels are looked up
+# per capacity (eight lattice points each, per band and per bound), and the lattices of many node sizes together are
+# dense (clusters have a few node types; 10,000 distinct capacities would make each band repair's look-up ~30 ms).
+MAX_LATTICE_CAPACITIES = 16
 
 
 @dataclass(frozen=True)
@@ -231,17 +235,17 @@ def common_step(loads: FloatArray) -> float | None:
 
 
 def utilization_steps(instance: AssignmentInstance) -> FloatArray | None:
-    """The utilization steps of the staying nodes (100 g / capacity, one per distinct staying capacity) when every
-    load is an integer multiple of a common step g (record counts: a key group's load is how many records its keys
+    """The utilization steps of the staying nodes (100 g / capacity, one per distinct staying capacity, at most
+    MAX_LATTICE_CAPACITIES of them) when every load is an integer multiple of a common step g (record counts: a key group's load is how many records its keys
     had), else None. A staying node's utilization is then a multiple of its step, so the load distances a plan can
     have form a lattice around the mean (see deviation_levels_below)."""
-    capacity = instance.capacity[instance.active]
-    if not len(capacity):
+    capacity = np.unique(instance.capacity[instance.active])
+    if not len(capacity) or len(capacity) > MAX_LATTICE_CAPACITIES:
         return None
     step = common_step(instance.load)
     if step is None:
         return None
-    return 100.0 * step / np.unique(capacity)
+    return 100.0 * step / capacity
 
 
 def deviation_levels_below(d: float, mean: float, steps: FloatArray, count: int = 2) -> list[float]:
