@@ -191,3 +191,22 @@ def test_a_cost_budget_on_the_busiest_day_is_proven_optimal_by_the_lattice() -> 
     assert inst.within_budget(plan.assignment)
     assert plan.status == "optimal"
     assert plan.lower_bound == pytest.approx(inst.load_distance(plan.assignment), abs=1e-6)
+
+
+@pytest.mark.parametrize("step", [5e-324, 1e-310, 1e-300, 1e-20, 1e15, float("inf"), float("nan"), 0.0, -1.0])
+def test_steps_too_fine_or_not_steps_give_no_levels_and_no_error(step: float) -> None:
+    """A valid request may have loads of 5e-324 (a denormal step): the lattice index would overflow; such a lattice
+    is finer than a float tells apart, so it is no lattice."""
+    levels = deviation_levels_below(10.0, 50.0, np.array([step]), 2)
+    raised = lattice_bound(1.0, 50.0, np.array([step]))
+    assert all(level < 10.0 for level in levels) and raised >= 1.0
+    if not (step > 0.0 and math.isfinite(step)) or 60.0 / step > 2.0**52:
+        assert levels == [] and raised == 1.0
+
+
+def test_an_instance_of_denormal_loads_plans_without_error() -> None:
+    rng = np.random.default_rng(3)
+    loads = rng.integers(1, 4, size=40) * 5e-324
+    inst = _instance(loads, np.full(5, 100.0), rng.integers(0, 2, size=40), 3)
+    plan = solve.solve_milp(inst, time_limit_s=0.3, seed=0)
+    assert inst.within_budget(plan.assignment)

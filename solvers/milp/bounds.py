@@ -248,6 +248,12 @@ def utilization_steps(instance: AssignmentInstance) -> FloatArray | None:
     return 100.0 * step / capacity
 
 
+def _lattice_resolves(step: float, span: float) -> bool:
+    """Whether a lattice of `step` can be told apart from the reals over `span` points: a positive, finite step with
+    at most 2^52 lattice points in the span (a denormal step, e.g. loads of 5e-324, would overflow the index)."""
+    return step > 0.0 and math.isfinite(step) and math.isfinite(span) and span / step <= 2.0**52
+
+
 def deviation_levels_below(d: float, mean: float, steps: FloatArray, count: int = 2) -> list[float]:
     """The `count` largest deviations |k s - mean| (k >= 0 an integer, s one of `steps`) below d - LEVEL_SLACK,
     largest first: the next load distances a plan can reach below d when every staying node's utilization is a
@@ -256,7 +262,7 @@ def deviation_levels_below(d: float, mean: float, steps: FloatArray, count: int 
     limit = d - LEVEL_SLACK
     found: set[float] = set()
     for s in steps.tolist():
-        if not s > 0.0 or not math.isfinite(s) or limit <= 0.0:
+        if limit <= 0.0 or not _lattice_resolves(s, abs(mean) + limit):
             continue
         upper = math.floor((mean + limit) / s)  # the highest k with k s - mean < d, within one step
         lower = max(0, math.ceil((mean - limit) / s))  # the lowest k with mean - k s < d, within one step
@@ -275,7 +281,7 @@ def deviation_level_at_least(b: float, mean: float, steps: FloatArray) -> float 
     lattice's next level too."""
     found: list[float] = []
     for s in steps.tolist():
-        if not s > 0.0 or not math.isfinite(s):
+        if not _lattice_resolves(s, abs(mean) + abs(b)):
             continue
         upper = math.ceil((mean + b) / s)  # the lowest k with k s - mean >= b, within one step
         lower = math.floor((mean - b) / s)  # the highest k with mean - k s >= b, within one step
