@@ -116,8 +116,9 @@ def test_on_a_coarse_lattice_every_band_asks_for_a_better_plan() -> None:
     d, mean = start.key()[0], start.mean
     levels = deviation_levels_below(d, mean, utilization_steps(inst), 2)  # type: ignore[arg-type]
     assert levels and levels[0] < solve.FILL_BAND[0] * d  # coarse: 0.95 d is above the next level
+    assert rounds._coarse_levels(start) == levels
     for _ in range(200):
-        band = rounds._fill_band_width(start, rng)
+        band = rounds._fill_band_width(start, levels, rng)
         assert levels[-1] <= band <= levels[0] < d
 
 
@@ -127,8 +128,9 @@ def test_real_loads_draw_the_band_as_before() -> None:
     rounds, start = _rounds(inst, 0)
     d = start.key()[0]
     ours, theirs = np.random.default_rng(7), np.random.default_rng(7)
+    assert rounds._coarse_levels(start) == []
     for _ in range(50):
-        assert rounds._fill_band_width(start, ours) == d * theirs.uniform(*solve.FILL_BAND)
+        assert rounds._fill_band_width(start, [], ours) == d * theirs.uniform(*solve.FILL_BAND)
 
 
 def test_the_busiest_day_of_flights_reaches_its_bound_within_a_thousand_perturbations() -> None:
@@ -210,3 +212,38 @@ def test_an_instance_of_denormal_loads_plans_without_error() -> None:
     inst = _instance(loads, np.full(5, 100.0), rng.integers(0, 2, size=40), 3)
     plan = solve.solve_milp(inst, time_limit_s=0.3, seed=0)
     assert inst.within_budget(plan.assignment)
+
+
+@pytest.mark.parametrize("coarse", [True, False])
+def test_a_coarse_lattice_sends_home_a_larger_share(coarse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    if coarse:  # units of 1-3 on nodes of 20 (5 points a unit of load)
+        inst = _instance(
+            rng.integers(1, 4, size=60).astype(float), np.full(10, 20.0), rng.integers(0, 10, 60), 8
+        )
+    else:
+        inst = _instance(rng.lognormal(size=200), np.full(10, 100.0), rng.integers(0, 3, 200), 8)
+    rounds, _ = _rounds(inst, 0)
+    shares: list[float] = []
+    send_home = LocalSearch.send_home
+
+    def recorded(self: LocalSearch, units: np.ndarray) -> None:
+        shares.append(len(units) / int(self.migrated_mask().sum()))
+        send_home(self, units)
+
+    monkeypatch.setattr(LocalSearch, "send_home", recorded)
+    coarse_rounds = (
+        0  # (a plan at the lattice's lowest levels is no longer coarse: the count, not every round)
+    )
+    for _ in range(60):
+        current = rounds.best.search if rounds.current is None else rounds.current
+        levels = rounds._coarse_levels(current)
+        coarse_rounds += int(bool(levels))
+        expected = solve.PERTURBATION_SHARE_COARSE if levels else solve.PERTURBATION_SHARE
+        before = len(shares)
+        rounds._perturbation_round(rng)
+        if len(shares) > before:  # (a share of n migrations, rounded: within half a unit of the range)
+            n = round(len(current.migrated_mask().nonzero()[0]))
+            assert expected[0] - 0.5 / n - 1e-9 <= shares[-1] <= expected[1] + 0.5 / n + 1e-9
+    assert shares
+    assert coarse_rounds > 0 if coarse else coarse_rounds == 0
