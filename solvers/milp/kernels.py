@@ -1040,6 +1040,106 @@ def band_step(
 INSIDE, LONG_LISTS, NO_MOVE, CANDIDATES = 0, 1, 2, 3  # band_step's statuses
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def fund_pairs(
+    pair_src: np.ndarray,
+    pair_dst: np.ndarray,
+    pair_out: np.ndarray,
+    pair_in: np.ndarray,
+    pair_unit: np.ndarray,
+    need_n0: np.ndarray,
+    need_c0: np.ndarray,
+    fund_x: np.ndarray,
+    fund_h: np.ndarray,
+    fund_out: np.ndarray,
+    fund_in: np.ndarray,
+    fund_n: np.ndarray,
+    fund_c: np.ndarray,
+    fund_unit: np.ndarray,
+    fund_twin: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    max_funds: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """local_search._fund_pairs (the greedy of funded moves), the same operations in the same order: a node's
+    total starts at 0.0 when the step first touches it (the reference's dict default), and the worst deviation is
+    the maximum over the touched nodes (the same values, no NaN: their order is moot)."""
+    pairs = len(pair_src)
+    worst = np.full(pairs, np.inf)
+    chosen = np.full((pairs, max_funds), -1, dtype=np.int64)
+    n_nodes = len(util)
+    total = np.zeros(n_nodes)
+    mark = np.full(n_nodes, -1, dtype=np.int64)  # the pair that last touched the node
+    touched = np.empty(2 + 2 * max_funds, dtype=np.int64)
+    used = np.empty(1 + 2 * max_funds, dtype=np.int64)
+    for p in range(pairs):
+        s, t = pair_src[p], pair_dst[p]
+        total[s] = pair_out[p]
+        mark[s] = p
+        touched[0] = s
+        n_touched = 1
+        if mark[t] != p:
+            total[t] = 0.0
+            mark[t] = p
+            touched[n_touched] = t
+            n_touched += 1
+        total[t] = total[t] + pair_in[p]
+        used[0] = pair_unit[p]
+        n_used = 1
+        need_n, need_c = need_n0[p], need_c0[p]
+        taken = 0
+        for f in range(len(fund_x)):
+            if (need_n <= 0 and need_c <= 0.0) or taken == max_funds:
+                break
+            unit, twin = fund_unit[f], fund_twin[f]
+            clash = False
+            for k in range(n_used):
+                if used[k] == unit or (twin >= 0 and used[k] == twin):
+                    clash = True
+                    break
+            if clash:
+                continue
+            a, b = fund_x[f], fund_h[f]
+            ta = (total[a] if mark[a] == p else 0.0) + fund_out[f]
+            tb = (total[b] if mark[b] == p else 0.0) + fund_in[f]
+            after_a, after_b = util[a] + ta, util[b] + tb
+            if staying[a] and not abs(after_a - mean) < limit:
+                continue
+            if staying[b] and not abs(after_b - mean) < limit:
+                continue
+            if not (ta <= CAP_SLACK or after_a <= cap_limit) or not (tb <= CAP_SLACK or after_b <= cap_limit):
+                continue
+            if mark[a] != p:
+                mark[a] = p
+                touched[n_touched] = a
+                n_touched += 1
+            if mark[b] != p:
+                mark[b] = p
+                touched[n_touched] = b
+                n_touched += 1
+            total[a], total[b] = ta, tb
+            used[n_used] = unit
+            n_used += 1
+            if twin >= 0:
+                used[n_used] = twin
+                n_used += 1
+            chosen[p, taken] = f
+            taken += 1
+            need_n -= fund_n[f]
+            need_c -= fund_c[f]
+        if taken and need_n <= 0 and need_c <= 0.0:
+            value = 0.0
+            for k in range(n_touched):
+                node = touched[k]
+                if staying[node]:
+                    value = max(value, abs(util[node] + total[node] - mean))
+            worst[p] = value
+    return worst, chosen
+
+
 def compile_all() -> None:
     """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
     a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
@@ -1068,6 +1168,7 @@ def compile_all() -> None:
         (rank_by_efficiency, (i, f, f, 16)),
         (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
         (band_step, (f, 1.0, 64, 1.0, 1e-9, b, i, b, True, f, f, 2.0, f, i, 64, *budget)),
+        (fund_pairs, (i, i, f, f, i, i, f, i, i, f, f, i, f, i, i, f, b, 1.0, 2.0, 1.0, 8)),
     ]
     for kernel, args in calls:
         kernel(*args)
