@@ -185,7 +185,8 @@ def test_perturbation_repairs_equal_the_reference(
 @given(searches=pairs())
 def test_funded_moves_equal_the_reference(searches: tuple[LocalSearch, LocalSearch]) -> None:
     """From a local optimum of every other kind of step under a cost budget (where funded moves are tried): the
-    funded candidates with the kernel's greedy and with the reference's, then the descent with them, equal."""
+    funds (kernels.funds_of), the funded candidates with the kernel's greedy and with the reference's, then the
+    descent with them, equal."""
     fast, reference = searches
     assume(fast.costed)
     with patch.object(local_search, "FUNDS", 0):
@@ -196,6 +197,12 @@ def test_funded_moves_equal_the_reference(searches: tuple[LocalSearch, LocalSear
     position = int(np.argmax(np.abs(deviation)))
     d = float(abs(deviation[position]))
     units, dests = reference._moves(int(fast.active_nodes[position]), bool(deviation[position] > 0))
+    for limit in (d - 1e-9, d / 2):
+        funds = fast._funds(limit)
+        expected = reference._funds(limit)
+        assert all(
+            a.tobytes() == b.tobytes() and a.dtype == b.dtype for a, b in zip(funds, expected, strict=True)
+        )
     worst = np.linspace(0.0, d, len(units))  # any values: the greedy's order among the moves
     for search in (fast, reference):
         search.resources.has_resources = True  # every candidate built (RESOURCE_TRIES), not only the first

@@ -10,9 +10,12 @@ nodes at the current d (or d itself) goes down with every step. Steps, vectorise
   fit in SWAP_ELEMENTS pairs, the most opposite first);
 - a compound budget-neutral step: send one migrated unit home (refund) and make one of the best moves the budget
   did not allow;
+- under a cost budget, a funded move: a budget-blocked move at the worst node paid for by several funds at once
+  (refunds, or twin exchanges: a migration's route taken over by a cheaper unit of its home), chosen greedily,
+  each only if every node the step touches so far stays below d;
 - under a cost budget, an ejection chain: a move at the worst node that would push its partner past d, and a
   migrated unit (moving it again is free) that then leaves the partner (or fills it, when the worst node is under).
-Moves come first, then compound steps, then swaps, then chains (in the order of their cost to evaluate).
+Moves come first, then compound steps, then swaps, then funded moves, then chains and twins.
 The descent stops when no step helps, at `max_steps`, or at the deadline.
 """
 
@@ -1278,6 +1281,28 @@ class LocalSearch:
         share, capacity, state, util, mean = self.share, self.capacity, self.state, self.util, self.mean
         migrated = _indices(self.migrated_mask())
         x, h = self.assignment[migrated], self.original[migrated]
+        routes = migrated[self.staying[h] & self.staying[x]] if TWINS else migrated[:0]
+        if len(routes) > TWIN_MIGRATIONS:  # at scale: the most expensive migrations (they free the most)
+            routes = routes[np.argsort(-state[routes], kind="stable")[:TWIN_MIGRATIONS]]
+        if self.kernels is not None:
+            funds = self.kernels.funds_of(
+                migrated,
+                routes,
+                self.assignment,
+                self.original,
+                share,
+                capacity,
+                state,
+                util,
+                self.movable,
+                self.counts,
+                float(mean),
+                limit,
+                float(self.cap_limit),
+                TWINS,
+            )
+            order = (-funds[5]).argsort(kind="stable")
+            return tuple(part[order] for part in funds)
         points = share[migrated]
         parts = [
             (
@@ -1291,10 +1316,7 @@ class LocalSearch:
                 np.full(len(migrated), -1, dtype=np.int64),
             )
         ]
-        routes = migrated[self.staying[h] & self.staying[x]]
-        if TWINS and len(routes):
-            if len(routes) > TWIN_MIGRATIONS:  # at scale: the most expensive migrations (they free the most)
-                routes = routes[np.argsort(-state[routes], kind="stable")[:TWIN_MIGRATIONS]]
+        if len(routes):
             homes = np.zeros(self.inst.n_nodes, dtype=bool)
             homes[self.original[routes]] = True
             at_home = _indices(
