@@ -207,29 +207,33 @@ def _fund_pairs(
     taken when its unit and twin are not used by the step yet and both its nodes, with every change the step
     makes there so far, end inside `limit` (staying nodes) and within the cap (a node that gains). Returns each
     pair's worst deviation over the nodes it touches (inf: not funded) and the funds it takes (-1 padded)."""
-    pair_src, pair_dst, pair_out, pair_in, pair_unit, need_n0, need_c0 = pairs
-    fund_x, fund_h, fund_out, fund_in, fund_n, fund_c, fund_unit, fund_twin = funds
+    # Python lists (the same doubles and integers): element access on them costs a fraction of numpy's
+    pair_src, pair_dst, pair_out, pair_in, pair_unit, need_n0, need_c0 = (part.tolist() for part in pairs)
+    fund_x, fund_h, fund_out, fund_in, fund_n, fund_c, fund_unit, fund_twin = (
+        part.tolist() for part in funds
+    )
+    util_of, staying_of = util.tolist(), staying.tolist()
     worst = np.full(len(pair_src), np.inf)
     chosen = np.full((len(pair_src), max_funds), -1, dtype=np.int64)
     for p in range(len(pair_src)):
-        s, t = int(pair_src[p]), int(pair_dst[p])
-        total = {s: float(pair_out[p])}
-        total[t] = total.get(t, 0.0) + float(pair_in[p])
-        used = [int(pair_unit[p])]
-        need_n, need_c = int(need_n0[p]), float(need_c0[p])
+        s, t = pair_src[p], pair_dst[p]
+        total = {s: pair_out[p]}
+        total[t] = total.get(t, 0.0) + pair_in[p]
+        used = [pair_unit[p]]
+        need_n, need_c = need_n0[p], need_c0[p]
         taken = 0
         for f in range(len(fund_x)):
             if (need_n <= 0 and need_c <= 0.0) or taken == max_funds:
                 break
-            unit, twin = int(fund_unit[f]), int(fund_twin[f])
+            unit, twin = fund_unit[f], fund_twin[f]
             if unit in used or (twin >= 0 and twin in used):
                 continue
-            a, b = int(fund_x[f]), int(fund_h[f])
-            ta, tb = total.get(a, 0.0) + float(fund_out[f]), total.get(b, 0.0) + float(fund_in[f])
-            after_a, after_b = float(util[a]) + ta, float(util[b]) + tb
-            if staying[a] and not abs(after_a - mean) < limit:
+            a, b = fund_x[f], fund_h[f]
+            ta, tb = total.get(a, 0.0) + fund_out[f], total.get(b, 0.0) + fund_in[f]
+            after_a, after_b = util_of[a] + ta, util_of[b] + tb
+            if staying_of[a] and not abs(after_a - mean) < limit:
                 continue
-            if staying[b] and not abs(after_b - mean) < limit:
+            if staying_of[b] and not abs(after_b - mean) < limit:
                 continue
             if not (ta <= 1e-12 or after_a <= cap_limit) or not (tb <= 1e-12 or after_b <= cap_limit):
                 continue
@@ -239,13 +243,13 @@ def _fund_pairs(
                 used.append(twin)
             chosen[p, taken] = f
             taken += 1
-            need_n -= int(fund_n[f])
-            need_c -= float(fund_c[f])
+            need_n -= fund_n[f]
+            need_c -= fund_c[f]
         if taken and need_n <= 0 and need_c <= 0.0:
             value = 0.0
             for node, change in total.items():
-                if staying[node]:
-                    value = max(value, abs(float(util[node]) + change - mean))
+                if staying_of[node]:
+                    value = max(value, abs(util_of[node] + change - mean))
             worst[p] = value
     return worst, chosen
 
