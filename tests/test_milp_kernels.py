@@ -14,7 +14,7 @@ from unittest.mock import patch
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from solvers.instance import AssignmentInstance
@@ -177,6 +177,98 @@ def test_perturbation_repairs_equal_the_reference(
     reference.descend(np.inf, 40, seen=seen_reference)
     _same(fast, reference)
     assert seen_fast == seen_reference
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+@given(searches=pairs())
+def test_funded_moves_equal_the_reference(searches: tuple[LocalSearch, LocalSearch]) -> None:
+    """From a local optimum of every other kind of step under a cost budget (where funded moves are tried): the
+    funds (kernels.funds_of), the funded candidates with the kernel's greedy and with the reference's, then the
+    descent with them, equal."""
+    fast, reference = searches
+    assume(fast.costed)
+    with patch.object(local_search, "FUNDS", 0):
+        fast.descend(np.inf, 60)
+        reference.descend(np.inf, 60)
+    _same(fast, reference)
+    deviation = fast.util[fast.active_nodes] - fast.mean
+    position = int(np.argmax(np.abs(deviation)))
+    d = float(abs(deviation[position]))
+    units, dests = reference._moves(int(fast.active_nodes[position]), bool(deviation[position] > 0))
+    for limit in (d - 1e-9, d / 2):
+        funds = fast._funds(limit)
+        expected = reference._funds(limit)
+        assert all(
+            a.tobytes() == b.tobytes() and a.dtype == b.dtype for a, b in zip(funds, expected, strict=True)
+        )
+    worst = np.linspace(0.0, d, len(units))  # any values: the greedy's order among the moves
+    for search in (fast, reference):
+        search.resources.has_resources = True  # every candidate built (RESOURCE_TRIES), not only the first
+    candidates = fast._funded_candidates(d, units, dests, worst)
+    assert candidates == reference._funded_candidates(d, units, dests, worst)
+    for search in (fast, reference):
+        search.resources.has_resources = False
+    for _ in range(60):
+        took = fast.step()
+        assert took == reference.step()
+        _same(fast, reference)
+        if not took:
+            break
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    magnitude=st.sampled_from([1.0, 1e-9, 1e12]),
+    max_funds=st.integers(1, 8),
+    ties=st.booleans(),
+)
+def test_fund_greedy_equals_the_reference(seed: int, magnitude: float, max_funds: int, ties: bool) -> None:
+    """kernels.fund_pairs against local_search._fund_pairs on random pairs and funds (shared nodes and units,
+    tied and signed changes, draining nodes, needs met or not), to the bit."""
+    rng = np.random.default_rng(seed)
+    n, p, f = int(rng.integers(2, 9)), int(rng.integers(0, 12)), int(rng.integers(0, 20))
+
+    def values(size: int) -> np.ndarray:
+        drawn = rng.integers(-3, 4, size=size) * 0.5 if ties else rng.normal(0, 2, size=size)
+        return np.asarray(drawn * magnitude, dtype=np.float64)
+
+    def two_nodes(size: int) -> tuple[np.ndarray, np.ndarray]:
+        first = rng.integers(0, n, size=size).astype(np.int64)
+        return first, ((first + rng.integers(1, n, size=size)) % n).astype(np.int64)
+
+    pair_src, pair_dst = two_nodes(p)
+    fund_x, fund_h = two_nodes(f)
+    pairs_ = (
+        pair_src,
+        pair_dst,
+        values(p),
+        values(p),
+        rng.integers(0, 10, size=p).astype(np.int64),
+        rng.integers(-1, 3, size=p).astype(np.int64),
+        values(p),
+    )
+    funds = (
+        fund_x,
+        fund_h,
+        values(f),
+        values(f),
+        rng.integers(0, 2, size=f).astype(np.int64),
+        np.abs(values(f)),
+        rng.integers(0, 10, size=f).astype(np.int64),
+        rng.integers(-1, 10, size=f).astype(np.int64),
+    )
+    util = np.abs(values(n)) + 1.0 * magnitude
+    staying = rng.random(n) < 0.8
+    mean, limit, cap = float(util.mean()), float(1.5 * magnitude), float(util.max() + magnitude)
+    worst, chosen = compiled.fund_pairs(*pairs_, *funds, util, staying, mean, cap, limit, max_funds)
+    expected_worst, expected_chosen = local_search._fund_pairs(
+        pairs_, funds, util, staying, mean, cap, limit, max_funds
+    )
+    assert worst.tobytes() == expected_worst.tobytes()
+    assert (chosen == expected_chosen).all()
 
 
 def test_warm_up_compiles_each_kernel_once() -> None:

@@ -1040,6 +1040,203 @@ def band_step(
 INSIDE, LONG_LISTS, NO_MOVE, CANDIDATES = 0, 1, 2, 3  # band_step's statuses
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def funds_of(
+    migrated: np.ndarray,
+    routes: np.ndarray,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    state: np.ndarray,
+    util: np.ndarray,
+    movable: np.ndarray,
+    counts: np.ndarray,
+    mean: float,
+    limit: float,
+    cap_limit: float,
+    twins: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """LocalSearch._funds before its final sort: the refunds of `migrated`, then per route (in its order) the
+    `twins` cheapest twin exchanges that alone stay inside `limit` (a stable order by state within the route's
+    home units in index order, as the reference's lexsort), with the reference's operations."""
+    n_nodes = len(util)
+    homes = np.zeros(n_nodes, dtype=np.bool_)
+    for r in routes:
+        homes[original[r]] = True
+    # units at home on the routes' homes, grouped by node in index order (a counting sort: the stable argsort)
+    start = np.zeros(n_nodes + 1, dtype=np.int64)
+    for w in range(len(assignment)):
+        node = assignment[w]
+        if movable[w] and counts[w] and node == original[w] and homes[node]:
+            start[node + 1] += 1
+    for node in range(n_nodes):
+        start[node + 1] += start[node]
+    at_home = np.empty(start[n_nodes], dtype=np.int64)
+    fill = start[:n_nodes].copy()
+    for w in range(len(assignment)):
+        node = assignment[w]
+        if movable[w] and counts[w] and node == original[w] and homes[node]:
+            at_home[fill[node]] = w
+            fill[node] += 1
+    total = len(migrated) + twins * len(routes)
+    fund_x = np.empty(total, dtype=np.int64)
+    fund_h = np.empty(total, dtype=np.int64)
+    fund_out = np.empty(total)
+    fund_in = np.empty(total)
+    fund_n = np.empty(total, dtype=np.int64)
+    fund_c = np.empty(total)
+    fund_unit = np.empty(total, dtype=np.int64)
+    fund_twin = np.empty(total, dtype=np.int64)
+    k = 0
+    for m in migrated:
+        x, h = assignment[m], original[m]
+        fund_x[k], fund_h[k] = x, h
+        fund_out[k] = -share[m] / capacity[x]
+        fund_in[k] = share[m] / capacity[h]
+        fund_n[k], fund_c[k], fund_unit[k], fund_twin[k] = 1, state[m], m, -1
+        k += 1
+    kept = np.empty(len(at_home), dtype=np.int64)
+    outs = np.empty(len(at_home))
+    ins = np.empty(len(at_home))
+    for r in routes:
+        rx, rh = assignment[r], original[r]
+        n_kept = 0
+        for position in range(start[rh], start[rh + 1]):
+            w = at_home[position]
+            net = share[r] - share[w]
+            out, into = -net / capacity[rx], net / capacity[rh]
+            after_x, after_h = util[rx] + out, util[rh] + into
+            if not (state[w] < state[r] and abs(after_x - mean) < limit and abs(after_h - mean) < limit):
+                continue
+            if not (out <= CAP_SLACK or after_x <= cap_limit):
+                continue
+            if not (into <= CAP_SLACK or after_h <= cap_limit):
+                continue
+            # a stable insertion by state (the reference's lexsort within the route)
+            slot = n_kept
+            while slot > 0 and state[kept[slot - 1]] > state[w]:
+                kept[slot], outs[slot], ins[slot] = kept[slot - 1], outs[slot - 1], ins[slot - 1]
+                slot -= 1
+            kept[slot], outs[slot], ins[slot] = w, out, into
+            n_kept += 1
+        for j in range(min(n_kept, twins)):
+            w = kept[j]
+            fund_x[k], fund_h[k], fund_out[k], fund_in[k] = rx, rh, outs[j], ins[j]
+            fund_n[k], fund_c[k], fund_unit[k], fund_twin[k] = 0, state[r] - state[w], r, w
+            k += 1
+    return (
+        fund_x[:k],
+        fund_h[:k],
+        fund_out[:k],
+        fund_in[:k],
+        fund_n[:k],
+        fund_c[:k],
+        fund_unit[:k],
+        fund_twin[:k],
+    )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def fund_pairs(
+    pair_src: np.ndarray,
+    pair_dst: np.ndarray,
+    pair_out: np.ndarray,
+    pair_in: np.ndarray,
+    pair_unit: np.ndarray,
+    need_n0: np.ndarray,
+    need_c0: np.ndarray,
+    fund_x: np.ndarray,
+    fund_h: np.ndarray,
+    fund_out: np.ndarray,
+    fund_in: np.ndarray,
+    fund_n: np.ndarray,
+    fund_c: np.ndarray,
+    fund_unit: np.ndarray,
+    fund_twin: np.ndarray,
+    util: np.ndarray,
+    staying: np.ndarray,
+    mean: float,
+    cap_limit: float,
+    limit: float,
+    max_funds: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """local_search._fund_pairs (the greedy of funded moves), the same operations in the same order: a node's
+    total starts at 0.0 when the step first touches it (the reference's dict default), and the worst deviation is
+    the maximum over the touched nodes (the same values, no NaN: their order is moot)."""
+    pairs = len(pair_src)
+    worst = np.full(pairs, np.inf)
+    chosen = np.full((pairs, max_funds), -1, dtype=np.int64)
+    n_nodes = len(util)
+    total = np.zeros(n_nodes)
+    mark = np.full(n_nodes, -1, dtype=np.int64)  # the pair that last touched the node
+    touched = np.empty(2 + 2 * max_funds, dtype=np.int64)
+    used = np.empty(1 + 2 * max_funds, dtype=np.int64)
+    for p in range(pairs):
+        s, t = pair_src[p], pair_dst[p]
+        total[s] = pair_out[p]
+        mark[s] = p
+        touched[0] = s
+        n_touched = 1
+        if mark[t] != p:
+            total[t] = 0.0
+            mark[t] = p
+            touched[n_touched] = t
+            n_touched += 1
+        total[t] = total[t] + pair_in[p]
+        used[0] = pair_unit[p]
+        n_used = 1
+        need_n, need_c = need_n0[p], need_c0[p]
+        taken = 0
+        for f in range(len(fund_x)):
+            if (need_n <= 0 and need_c <= 0.0) or taken == max_funds:
+                break
+            unit, twin = fund_unit[f], fund_twin[f]
+            clash = False
+            for k in range(n_used):
+                if used[k] == unit or (twin >= 0 and used[k] == twin):
+                    clash = True
+                    break
+            if clash:
+                continue
+            a, b = fund_x[f], fund_h[f]
+            ta = (total[a] if mark[a] == p else 0.0) + fund_out[f]
+            tb = (total[b] if mark[b] == p else 0.0) + fund_in[f]
+            after_a, after_b = util[a] + ta, util[b] + tb
+            if staying[a] and not abs(after_a - mean) < limit:
+                continue
+            if staying[b] and not abs(after_b - mean) < limit:
+                continue
+            if not (ta <= CAP_SLACK or after_a <= cap_limit) or not (tb <= CAP_SLACK or after_b <= cap_limit):
+                continue
+            if mark[a] != p:
+                mark[a] = p
+                touched[n_touched] = a
+                n_touched += 1
+            if mark[b] != p:
+                mark[b] = p
+                touched[n_touched] = b
+                n_touched += 1
+            total[a], total[b] = ta, tb
+            used[n_used] = unit
+            n_used += 1
+            if twin >= 0:
+                used[n_used] = twin
+                n_used += 1
+            chosen[p, taken] = f
+            taken += 1
+            need_n -= fund_n[f]
+            need_c -= fund_c[f]
+        if taken and need_n <= 0 and need_c <= 0.0:
+            value = 0.0
+            for k in range(n_touched):
+                node = touched[k]
+                if staying[node]:
+                    value = max(value, abs(util[node] + total[node] - mean))
+            worst[p] = value
+    return worst, chosen
+
+
 def compile_all() -> None:
     """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
     a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
@@ -1068,6 +1265,8 @@ def compile_all() -> None:
         (rank_by_efficiency, (i, f, f, 16)),
         (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
         (band_step, (f, 1.0, 64, 1.0, 1e-9, b, i, b, True, f, f, 2.0, f, i, 64, *budget)),
+        (fund_pairs, (i, i, f, f, i, i, f, i, i, f, f, i, f, i, i, f, b, 1.0, 2.0, 1.0, 8)),
+        (funds_of, (i, i, i, i, f, f, f, f, b, b, 1.0, 1.0, 2.0, 3)),
     ]
     for kernel, args in calls:
         kernel(*args)
