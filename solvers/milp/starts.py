@@ -9,6 +9,7 @@ when the bound is tight it is often the optimum itself, and the descent finishes
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import time
 
@@ -16,6 +17,9 @@ import numpy as np
 
 from solvers.baselines import BudgetTracker
 from solvers.instance import AssignmentInstance, IntArray
+
+# Nodes (or units) looked at for one unit (or one deficit) before it gives up: bounds every loop of packed_plan.
+MAX_FILL_TRIES = 8
 
 
 def bound_plan(
@@ -78,4 +82,183 @@ def bound_plan(
         heapq.heappush(heap, (float(util[dest]), dest))
         if inst.active[source]:
             heapq.heappush(heap, (float(util[source]), source))
+    return assignment
+
+
+def packed_plan(
+    instance: AssignmentInstance, start: IntArray, threshold: float, deadline: float = np.inf
+) -> IntArray:
+    """A plan that tries to bring every staying node within mean +- `threshold` (the bound's band) by packing.
+
+    `bound_plan` sheds each node's largest units and sends them to the least utilized nodes: its sheds overshoot
+    (the last largest unit takes far more than the excess left), and its placement ignores how much room each
+    receiver has, so where the bound is reachable only by packing tightly it never reaches it. Measured on 1,000
+    nodes x 100,000 key groups of NYC flight counts (bench.milp_skew, 1,000 migrations, load distance = the
+    largest deviation from the mean either way): the band of the bound (0.409 points: 332-337 departures a node)
+    is reachable with 980 migrations (HiGHS on the units grouped by node and size: 980 is the least count), while
+    the search stopped at 0.488 after every start.
+
+    The construction (a best effort; the caller keeps it only when it is better than its other starts):
+    1. each node above the band sheds the fewest movable units that bring it into the band, the last of them
+       the largest that keeps the node at or above the band's floor (or else the smallest that suffices): the
+       same count as largest-first, with the overshoot kept for the nodes below the band; a draining node sheds
+       every movable unit;
+    2. the shed units go largest first to the node with the most room while nodes below the band remain
+       (filling them), else to the node with the least room that still holds them (best fit decreasing), never
+       above the band's top or the utilization cap, never back to the node they leave, within the budget and the
+       nodes' resources; a unit that fits nowhere stays (so the nodes that shed take nothing here);
+    3. nodes still below the band take single units from nodes that stay in the band without them (the smallest
+       unit that fills the deficit, else the largest that fits), while the budget allows.
+    Every loop is bounded by the units shed or the staying nodes times MAX_FILL_TRIES; the deadline
+    (time.perf_counter()) ends it with the plan built so far."""
+    inst = instance
+    assignment = start.copy()
+    if not np.isfinite(threshold) or not inst.active.any():
+        return assignment
+    capacity = inst.capacity
+    load = inst.load
+    share = 100.0 * load
+    util = np.bincount(start, weights=share, minlength=inst.n_nodes)[: inst.n_nodes] / capacity
+    mean = inst.mean_utilization
+    top = min(mean + threshold, inst.utilization_cap())
+    floor = mean - threshold
+    # Rounding: the plan's distance is recomputed from its node sums, so the band is judged with a relative slack.
+    slack = 1e-12 * max(1.0, abs(mean) + abs(threshold))
+    scale = capacity / 100.0  # utilization points to load
+    excess = np.where(inst.active, (util - top) * scale, np.inf)  # a draining node sheds everything
+    width = np.maximum(top - floor, 0.0) * scale  # how far below the top a node may end
+    over = np.flatnonzero(excess > slack * scale)
+    movable = np.flatnonzero(inst.movable)
+    order = movable[np.lexsort((-load[movable], start[movable]))]  # per node, largest first
+    nodes_of = start[order]
+    shed: list[int] = []
+    for node in over.tolist():
+        lo, hi = np.searchsorted(nodes_of, [node, node + 1])
+        units = order[lo:hi]
+        if not inst.active[node]:
+            shed.extend(units.tolist())
+            continue
+        if not len(units):
+            continue
+        sizes = load[units]
+        need = float(excess[node]) - slack * scale[node]
+        covered = np.cumsum(sizes)
+        # the fewest units: the k largest, k the first count whose sum covers the excess (all when none does)
+        k = min(int(np.searchsorted(covered, need, side="left")) + 1, len(units))
+        before = float(covered[k - 2]) if k >= 2 else 0.0
+        left, most = need - before, need - before + float(width[node])
+        rest = sizes[k - 1 :]  # descending
+        # the largest remaining unit within [left, most], else the smallest that covers `left`
+        fit = int(np.searchsorted(-rest, -most, side="left"))
+        covering = int(np.searchsorted(-rest, -left, side="right")) - 1
+        last = k - 1 + (fit if fit < len(rest) and rest[fit] >= left else max(covering, 0))
+        shed.extend(units[: k - 1].tolist())
+        shed.append(int(units[last]))
+    budget = BudgetTracker(inst)
+    budget.track(assignment)
+    if shed:
+        shed_array = np.asarray(shed, dtype=np.int64)
+        np.subtract.at(util, start[shed_array], share[shed_array] / capacity[start[shed_array]])
+    # room below the top, in load, of every staying node (sorted, ascending) once the shed units have left; not of
+    # the nodes that shed: a unit of theirs that fits nowhere goes back, and its room must still be there
+    room = np.where(inst.active, (top - util) * scale, -np.inf)
+    if shed:
+        room[start[shed_array]] = -np.inf
+    receivers = sorted((float(room[n]), int(n)) for n in np.flatnonzero(room > 0.0))
+
+    def deficit(node: int, node_room: float) -> float:
+        return node_room - float(width[node])
+
+    def move(unit: int, index: int) -> None:
+        node_room, node = receivers.pop(index)
+        budget.spend(unit, assignment, node)
+        util[node] += share[unit] / capacity[node]
+        if node_room - load[unit] > 0.0:
+            bisect.insort(receivers, (node_room - float(load[unit]), node))
+
+    placed_back: list[int] = []
+    largest_first = sorted(shed, key=lambda u: -load[u])
+    for step, unit in enumerate(largest_first):
+        if step % 256 == 255 and time.perf_counter() > deadline:
+            placed_back.extend(largest_first[step:])
+            break
+        size = float(load[unit])
+        source = int(start[unit])
+        chosen = -1
+        # nodes below the band first: the one with the most room (the largest deficit when capacities are equal)
+        if (
+            receivers
+            and deficit(receivers[-1][1], receivers[-1][0]) > slack * scale[receivers[-1][1]]
+            and receivers[-1][0] >= size
+        ):
+            index = len(receivers) - 1
+            if receivers[index][1] != source and budget.allows(unit, receivers[index][1]):
+                chosen = index
+        if chosen < 0:
+            position = bisect.bisect_left(receivers, (size, -1))  # the least room that holds it
+            for index in range(position, min(position + MAX_FILL_TRIES, len(receivers))):
+                if receivers[index][1] != source and budget.allows(unit, receivers[index][1]):
+                    chosen = index
+                    break
+        if chosen < 0:
+            placed_back.append(unit)
+            continue
+        move(unit, chosen)
+    for unit in placed_back:  # it fits nowhere within the band: it stays where it was
+        util[int(start[unit])] += share[unit] / capacity[int(start[unit])]
+    # 3. deficits left: single units from the nodes with the most load above the floor
+    short = np.flatnonzero(inst.active & (util < floor - slack))
+    if not len(short) or budget.exhausted:
+        return assignment
+    members = movable[np.argsort(assignment[movable], kind="stable")]
+    member_nodes = assignment[members]
+    surplus = np.where(inst.active, (util - floor) * scale, -np.inf)
+    donors = [(-float(surplus[n]), int(n)) for n in np.flatnonzero(surplus > 0.0)]
+    heapq.heapify(donors)
+    for node in short[np.argsort(util[short])].tolist():
+        for _ in range(MAX_FILL_TRIES):
+            gap = (floor - util[node]) * scale[node]
+            if gap <= slack * scale[node] or not donors:
+                break
+            if time.perf_counter() > deadline or budget.exhausted:
+                return assignment
+            top_room = (top - util[node]) * scale[node]
+            tried: list[tuple[float, int]] = []
+            picked = -1
+            while donors and len(tried) < MAX_FILL_TRIES and picked < 0:
+                entry = heapq.heappop(donors)
+                donor = entry[1]
+                if -entry[0] != surplus[donor]:
+                    continue  # stale
+                tried.append(entry)
+                if donor == node:
+                    continue
+                lo, hi = np.searchsorted(member_nodes, [donor, donor + 1])
+                units = members[lo:hi]
+                units = units[assignment[units] == donor]  # still there
+                sizes = load[units]
+                fits = (sizes <= min(float(surplus[donor]), top_room)) & (sizes > 0.0)
+                if not fits.any():
+                    continue
+                candidates, candidate_sizes = units[fits], sizes[fits]
+                filling = candidate_sizes >= gap * (1.0 - 1e-12)
+                pool = np.flatnonzero(filling)
+                # the smallest unit that fills the gap, else the largest that fits
+                pick = pool[np.argmin(candidate_sizes[pool])] if len(pool) else np.argmax(candidate_sizes)
+                unit = int(candidates[pick])
+                if budget.allows(unit, node):
+                    picked = unit
+            for entry in tried:
+                heapq.heappush(donors, entry)
+            if picked < 0:
+                break
+            donor = int(assignment[picked])
+            budget.spend(picked, assignment, node)
+            util[donor] -= share[picked] / capacity[donor]
+            util[node] += share[picked] / capacity[node]
+            surplus[donor] = (util[donor] - floor) * scale[donor]
+            surplus[node] = (util[node] - floor) * scale[node]
+            for changed in (donor, node):
+                if surplus[changed] > 0.0:
+                    heapq.heappush(donors, (-float(surplus[changed]), changed))
     return assignment
