@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from clients.demo import free_port
 from service.algorithms import REGISTRY
@@ -462,3 +464,121 @@ def test_elb_never_places_a_unit_without_a_node_over_the_capacity_cap(client: Te
     response = client.post(PLAN, json=body)
     assert response.status_code == 200, response.text
     assert check_plan(body, response.json()) == []
+
+
+# Found by the red team (valid snapshots with float extremes), each a 500 before its fix.
+TINY_QUANTITY_500S: dict[str, dict[str, Any]] = {
+    # ELB's range repair scaled loads of 1e-300 by 1e12 / 1e-300 = inf: OverflowError on the bounds.
+    "elb loads of 1e-300": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": "u0", "node": "a", "load": 1e-300},
+            {"id": "u1", "node": "a", "load": 1e-300},
+            {"id": "u2", "node": "a", "load": 3e-300},
+        ],
+        "algorithm": {"name": "elb"},
+    },
+    # The same for the cost budget: state sizes and max_migration_cost of 5e-324 (scale 1e9 / 1e-300 = inf).
+    "elb cost budget of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": f"u{k}", "node": "a", "load": 10.0 * (k + 1), "state_size": 5e-324} for k in range(4)
+        ],
+        "budget": {"max_migration_cost": 5e-324},
+        "algorithm": {"name": "elb"},
+    },
+    # ALBIC's budget shares, state_size / max_migration_cost = 1 / 5e-324 = inf: OverflowError (math.ceil) when
+    # partitions were cut, and a CP-SAT cost scale of 0 (ZeroDivisionError) in the derived MILP.
+    "albic cost budget of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": f"u{k}", "node": "a", "load": 10.0 * (k + 1), "state_size": 1.0, "operator": "op"}
+            for k in range(4)
+        ],
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 10.0}, {"src": "u2", "dst": "u3", "rate": 10.0}],
+        "budget": {"max_migration_cost": 5e-324, "max_migrations": 5},
+        "algorithm": {"name": "albic"},
+    },
+    # Shares of 1e15 / 1e-293 are finite, their sum is not.
+    "albic cost budget of 1e-293": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": f"u{k}", "node": "a", "load": 10.0 * (k + 1), "state_size": 1e15, "operator": "op"}
+            for k in range(4)
+        ],
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 10.0}, {"src": "u1", "dst": "u2", "rate": 10.0}],
+        "budget": {"max_migration_cost": 1e-293},
+        "algorithm": {"name": "albic"},
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(TINY_QUANTITY_500S))
+def test_tiny_loads_state_sizes_and_budgets_are_not_500s(client: TestClient, case: str) -> None:
+    body = TINY_QUANTITY_500S[case]
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert check_plan(body, response.json()) == []
+
+
+TINY = [0.0, 5e-324, 2.2e-308, 1e-300, 1.7e-300, 3.3e-301, 1e-290]
+EXTREMES = st.sampled_from([*TINY, 1e-12, 0.45, 1.0, 7.0, 1e12, 7e14, 1e15])
+
+
+@st.composite
+def extreme_snapshots(draw: st.DrawFn) -> dict[str, Any]:
+    """Valid snapshots whose loads, state sizes, rates and budgets are float extremes (subnormals, 1e-300 next to
+    1e15), for the algorithms that scale quantities to integers (CP-SAT models) or divide by a budget."""
+    name = draw(
+        st.sampled_from(["elb", "albic", "milp", "cola", "clb", "correlation-pairwise", "universal-hash"])
+    )
+    windows = draw(st.integers(2, 5)) if name in ("clb", "correlation-pairwise") else None
+    n_nodes = draw(st.integers(2, 4))
+    nodes = [
+        {"id": f"n{i}", "capacity": draw(st.sampled_from([1e-6, 1.0, 100.0, 1e15]))} for i in range(n_nodes)
+    ]
+    units = []
+    loads = draw(st.sampled_from([st.sampled_from(TINY), EXTREMES]))  # all tiny, or tiny next to huge
+    crowded = draw(st.booleans())  # every unit on the first node
+    for k in range(draw(st.integers(2, 8))):
+        load: Any = draw(loads) if windows is None else [draw(loads) for _ in range(windows)]
+        units.append(
+            {
+                "id": f"u{k}",
+                "node": "n0" if crowded else f"n{draw(st.integers(0, n_nodes - 1))}",
+                "load": load,
+                "state_size": draw(EXTREMES),
+                "operator": "op",
+            }
+        )
+    body: dict[str, Any] = {"nodes": nodes, "units": units, "algorithm": {"name": name}, "time_limit_s": 0.3}
+    budget = draw(
+        st.sampled_from(
+            [
+                {},
+                {"max_migration_cost": "x"},
+                {"max_migration_cost": "x", "max_migrations": 3},
+                {"max_migrations": 2},
+            ]
+        )
+    )
+    if "max_migration_cost" in budget:
+        budget["max_migration_cost"] = draw(st.sampled_from(TINY))
+    if budget:
+        body["budget"] = budget
+    if draw(st.booleans()):
+        body["traffic"] = [{"src": "u0", "dst": "u1", "rate": draw(EXTREMES)}]
+    return body
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(body=extreme_snapshots())
+def test_float_extremes_get_a_valid_plan_or_a_422(body: dict[str, Any]) -> None:
+    from service import planning
+
+    answer = planning.plan_task(
+        Settings(), planning.PlanJob(json.dumps(body).encode(), time.monotonic()), lambda deadline: None
+    )
+    assert answer.status in (200, 422), answer.body[:300]
+    if answer.status == 200:
+        assert check_plan(body, json.loads(answer.body)) == []
