@@ -582,3 +582,49 @@ def test_float_extremes_get_a_valid_plan_or_a_422(body: dict[str, Any]) -> None:
     assert answer.status in (200, 422), answer.body[:300]
     if answer.status == 200:
         assert check_plan(body, json.loads(answer.body)) == []
+
+
+# Found by the red team: algorithm parameters at their bounds (each valid by the schema).
+EXTREME_PARAMETER_CASES: dict[str, dict[str, Any]] = {
+    # A target utilization of 5e-324 % asks for 1e326 nodes: round(inf) was an OverflowError (500), one of 1e-300 %
+    # a scale-out to 1e302 nodes, whose ids were generated one by one (a worker at its memory limit, then killed).
+    "albic target utilization of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [{"id": f"u{k}", "node": "a", "load": 10.0, "operator": "op"} for k in range(4)],
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 5.0}],
+        "algorithm": {"name": "albic", "target_utilization": [5e-324, 5e-324]},
+        "time_limit_s": 0.5,
+    },
+    "albic target utilization of 1e-300": json.loads(
+        '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 1e-06, "draining": true}, {"id": "n2", "capacity": 1e-06, "draining": true}, {"id": "n3", "capacity": 1e-06}], "units": [{"id": "u0", "load": 1e-09}, {"id": "u1", "load": 1000000.0, "node": "n0", "state_size": 5.0, "operator": "op2"}, {"id": "u2", "load": 1.0, "node": "n2"}, {"id": "u3", "load": 0.0, "node": "n3"}, {"id": "u4", "load": 1e-09, "node": "n1", "state_size": 0.45, "operator": "op2"}, {"id": "u5", "load": 0.45, "operator": "op1"}, {"id": "u6", "load": 100.0}], "algorithm": {"name": "albic", "max_load_distance": 1000000.0, "max_partition_load": 25.0, "step_partition_load": 1e-300, "score_factor": 0.0, "pairs": "budget", "balance_reserve": 1.0, "target_utilization": [1e-300, 1.0], "new_node_capacity": 1e-300}, "time_limit_s": 0.5, "budget": {"max_migrations": 2}, "traffic": [{"src": "u1", "dst": "u3", "rate": 1e-09}, {"src": "u2", "dst": "u1", "rate": 100.0}, {"src": "u6", "dst": "u5", "rate": 1e-09}, {"src": "u3", "dst": "u1", "rate": 0.0}, {"src": "u5", "dst": "u4", "rate": 5.0}, {"src": "u0", "dst": "u3", "rate": 1000000.0}, {"src": "u2", "dst": "u0", "rate": 1000000.0}, {"src": "u4", "dst": "u2", "rate": 33.3}, {"src": "u1", "dst": "u4", "rate": 1.0}, {"src": "u2", "dst": "u3", "rate": 0.0}, {"src": "u1", "dst": "u0", "rate": 100.0}, {"src": "u2", "dst": "u5", "rate": 7000.0}, {"src": "u4", "dst": "u1", "rate": 0.45}]}'
+    ),
+    # ELB's range of 1.7e308: its midpoint (u + v) / 2 is inf and the repair's bounds NaN (ValueError).
+    "elb range of 1.7e308": json.loads(
+        '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 1e-06}, {"id": "n2", "capacity": 100.0}], "units": [{"id": "u0", "load": 0.45, "node": "n0", "operator": "op0"}, {"id": "u1", "load": 1e-09, "node": "n2", "state_size": 5.0, "operator": "op2"}, {"id": "u2", "load": 1e-09, "node": "n0", "operator": "op0"}, {"id": "u3", "load": 100.0, "state_size": 1e-09, "operator": "op1"}, {"id": "u4", "load": 5.0}, {"id": "u5", "load": 5.0, "node": "n1", "state_size": 1000000.0}, {"id": "u6", "load": 1000000.0, "node": "n1", "state_size": 5.0, "operator": "op2"}, {"id": "u7", "load": 5.0, "node": "n0", "operator": "op0"}, {"id": "u8", "load": 1e-09, "node": "n1", "state_size": 5.0, "operator": "op2"}, {"id": "u9", "load": 7000.0, "node": "n2", "pinned": true, "operator": "op1"}, {"id": "u10", "load": 5.0, "node": "n0", "state_size": 1e-09}, {"id": "u11", "load": 0.45, "node": "n2", "pinned": true, "state_size": 33.3}, {"id": "u12", "load": 33.3, "operator": "op1"}, {"id": "u13", "load": 1000000.0, "node": "n0", "pinned": true, "state_size": 1.0}], "algorithm": {"name": "elb", "lower": 1.7e+308, "upper": 1.7e+308, "variant": "improved"}, "time_limit_s": 0.5, "budget": {"max_migrations": 2}}'
+    ),
+    # New instances of capacity 5e-324: their share of a mean node underflows to 0 (ZeroDivisionError).
+    "elb new node capacity of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [{"id": f"u{k}", "node": "a", "load": [5.0, 10.0 * k]} for k in range(4)],
+        "algorithm": {"name": "elb", "lower": 1e-9, "upper": 1.5e-9, "new_node_capacity": 5e-324},
+        "time_limit_s": 0.5,
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(EXTREME_PARAMETER_CASES))
+def test_parameters_at_their_bounds_answer_a_valid_plan_or_a_422_in_time(
+    client: TestClient, case: str
+) -> None:
+    body = EXTREME_PARAMETER_CASES[case]
+    started = time.monotonic()
+    response = client.post(PLAN, json=body)
+    assert (
+        time.monotonic() - started < body["time_limit_s"] + 1.0 + 2.0
+    )  # (the deadline, and a loaded machine)
+    assert response.status_code in (200, 422), response.text
+    if response.status_code == 200:
+        assert check_plan(body, response.json()) == []
+    else:
+        assert_problem(response, 422)
+        assert response.json()["errors"][0]["loc"][:2] == ["body", "algorithm"]
