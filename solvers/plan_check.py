@@ -38,16 +38,18 @@ def _close(a: float | None, b: float | None, scale: float = 1.0) -> bool:
 CONSTANT_SERIES = (1e-13, 1e-11)
 # Series between the two lines are constant or not depending on where exactly the line is drawn: when several are,
 # the value may lie outside the range of the two lines' (two such series counted as varying and a third not; found by
-# the red team: a 500 "Plan failed validation"). Up to this many such series, the value of every choice of them is
-# recomputed (2**8 at most) and a claim matching one is accepted.
+# the red team: a 500 "Plan failed validation"). Every line between the two counts the series whose spread is above
+# it as varying: the value of each such line is recomputed (one per series between the lines, added one at a time
+# in the order of their spread), and, up to this many series, that of every choice of them (rounding may reorder
+# series of nearly the same spread; 2**8 at most). A claim matching one is accepted.
 MAX_BETWEEN_LINES = 8
 
 
 def _average_correlations(rows: np.ndarray, constant_below: tuple[float, float]) -> list[float]:
     """Mean Pearson correlation over all pairs of rows, in O(rows x windows): with z_i the centered rows scaled to unit
     length (0 for constant rows), sum over pairs i < j of z_i . z_j = (|sum z_i|^2 - sum |z_i|^2) / 2. The first
-    two values are those with the lower and the higher constant-series line; then (see MAX_BETWEEN_LINES) the value
-    of each other choice of the rows between the lines as varying. The centered rows and their norms are computed
+    two values are those with the lower and the higher constant-series line; then the values of the other choices of
+    the rows between the lines as varying (see MAX_BETWEEN_LINES). The centered rows and their norms are computed
     once."""
     n = rows.shape[0]
     if n < 2:
@@ -65,8 +67,17 @@ def _average_correlations(rows: np.ndarray, constant_below: tuple[float, float])
     values = [average(norms > line * size) for line in constant_below]
     low, high = min(constant_below), max(constant_below)
     between = np.flatnonzero((norms > low * size) & (norms <= high * size))
-    if 2 <= len(between) <= MAX_BETWEEN_LINES:
-        sure = norms > high * size
+    if len(between) < 2:  # (none or one: the two lines' values are all there is)
+        return values
+    sure = norms > high * size
+    # Each line between the two: the rows above it, added one at a time from the largest spread down.
+    z = centered[sure] / norms[sure, None]
+    total, squares = z.sum(axis=0), float(np.einsum("ij,ij->", z, z))
+    for i in between[np.argsort(-(norms[between] / size[between]), kind="stable")].tolist():
+        row = centered[i] / norms[i]
+        total, squares = total + row, squares + float(row @ row)
+        values.append((float(total @ total) - squares) / 2.0 / pairs)
+    if len(between) <= MAX_BETWEEN_LINES:
         for choice in range(1, 2 ** len(between) - 1):  # (none and all of them: the two lines' values)
             varying = sure.copy()
             varying[between[[bool(choice >> b & 1) for b in range(len(between))]]] = True
