@@ -596,7 +596,7 @@ EXTREME_PARAMETER_CASES: dict[str, dict[str, Any]] = {
         "time_limit_s": 0.5,
     },
     "albic target utilization of 1e-300": json.loads(
-        '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 1e-06, "draining": true}, {"id": "n2", "capacity": 1e-06, "draining": true}, {"id": "n3", "capacity": 1e-06}], "units": [{"id": "u0", "load": 1e-09}, {"id": "u1", "load": 1000000.0, "node": "n0", "state_size": 5.0, "operator": "op2"}, {"id": "u2", "load": 1.0, "node": "n2"}, {"id": "u3", "load": 0.0, "node": "n3"}, {"id": "u4", "load": 1e-09, "node": "n1", "state_size": 0.45, "operator": "op2"}, {"id": "u5", "load": 0.45, "operator": "op1"}, {"id": "u6", "load": 100.0}], "algorithm": {"name": "albic", "max_load_distance": 1000000.0, "max_partition_load": 25.0, "step_partition_load": 1e-300, "score_factor": 0.0, "pairs": "budget", "balance_reserve": 1.0, "target_utilization": [1e-300, 1.0], "new_node_capacity": 1e-300}, "time_limit_s": 0.5, "budget": {"max_migrations": 2}, "traffic": [{"src": "u1", "dst": "u3", "rate": 1e-09}, {"src": "u2", "dst": "u1", "rate": 100.0}, {"src": "u6", "dst": "u5", "rate": 1e-09}, {"src": "u3", "dst": "u1", "rate": 0.0}, {"src": "u5", "dst": "u4", "rate": 5.0}, {"src": "u0", "dst": "u3", "rate": 1000000.0}, {"src": "u2", "dst": "u0", "rate": 1000000.0}, {"src": "u4", "dst": "u2", "rate": 33.3}, {"src": "u1", "dst": "u4", "rate": 1.0}, {"src": "u2", "dst": "u3", "rate": 0.0}, {"src": "u1", "dst": "u0", "rate": 100.0}, {"src": "u2", "dst": "u5", "rate": 7000.0}, {"src": "u4", "dst": "u1", "rate": 0.45}]}'
+        '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 1e-06, "draining": true}, {"id": "n2", "capacity": 1e-06, "draining": true}, {"id": "n3", "capacity": 1e-06}], "units": [{"id": "u0", "load": 1e-09}, {"id": "u1", "load": 1000000.0, "node": "n0", "state_size": 5.0, "operator": "op2"}, {"id": "u2", "load": 1.0, "node": "n2"}, {"id": "u3", "load": 0.0, "node": "n3"}, {"id": "u4", "load": 1e-09, "node": "n1", "state_size": 0.45, "operator": "op2"}, {"id": "u5", "load": 0.45, "operator": "op1"}, {"id": "u6", "load": 100.0}], "algorithm": {"name": "albic", "max_load_distance": 1000000.0, "max_partition_load": 25.0, "step_partition_load": 1e-300, "score_factor": 0.0, "pairs": "budget", "balance_reserve": 1.0, "target_utilization": [1e-300, 1.0], "new_node_capacity": 1e-06}, "time_limit_s": 0.5, "budget": {"max_migrations": 2}, "traffic": [{"src": "u1", "dst": "u3", "rate": 1e-09}, {"src": "u2", "dst": "u1", "rate": 100.0}, {"src": "u6", "dst": "u5", "rate": 1e-09}, {"src": "u3", "dst": "u1", "rate": 0.0}, {"src": "u5", "dst": "u4", "rate": 5.0}, {"src": "u0", "dst": "u3", "rate": 1000000.0}, {"src": "u2", "dst": "u0", "rate": 1000000.0}, {"src": "u4", "dst": "u2", "rate": 33.3}, {"src": "u1", "dst": "u4", "rate": 1.0}, {"src": "u2", "dst": "u3", "rate": 0.0}, {"src": "u1", "dst": "u0", "rate": 100.0}, {"src": "u2", "dst": "u5", "rate": 7000.0}, {"src": "u4", "dst": "u1", "rate": 0.45}]}'
     ),
     # ELB's range of 1.7e308: its midpoint (u + v) / 2 is inf and the repair's bounds NaN (ValueError).
     "elb range of 1.7e308": json.loads(
@@ -607,6 +607,20 @@ EXTREME_PARAMETER_CASES: dict[str, dict[str, Any]] = {
         "nodes": [{"id": "a"}, {"id": "b"}],
         "units": [{"id": f"u{k}", "node": "a", "load": [5.0, 10.0 * k]} for k in range(4)],
         "algorithm": {"name": "elb", "lower": 1e-9, "upper": 1.5e-9, "new_node_capacity": 5e-324},
+        "time_limit_s": 0.5,
+    },
+    # New instances of capacity 1.7e308 (ELB: an infinite capacity cap, NaN bounds in the repair) or 5e-324 (ALBIC:
+    # infinite utilizations, a CP-SAT scale of 0): outside every node's capacity bounds, now a 422 naming it.
+    "elb new node capacity of 1.7e308": {
+        "nodes": [{"id": "a", "capacity": 1e-6}],
+        "units": [{"id": f"u{k}", "load": [5.0, 1.0]} for k in range(3)],
+        "algorithm": {"name": "elb", "lower": 1.0, "upper": 1.5, "new_node_capacity": 1.7e308},
+        "time_limit_s": 0.5,
+    },
+    "albic new node capacity of 5e-324": {
+        "nodes": [{"id": "a"}],
+        "units": [{"id": f"u{k}", "node": "a", "load": 10.0} for k in range(3)],
+        "algorithm": {"name": "albic", "target_nodes": 50, "new_node_capacity": 5e-324},
         "time_limit_s": 0.5,
     },
 }
@@ -628,3 +642,20 @@ def test_parameters_at_their_bounds_answer_a_valid_plan_or_a_422_in_time(
     else:
         assert_problem(response, 422)
         assert response.json()["errors"][0]["loc"][:2] == ["body", "algorithm"]
+
+
+# Red team: a serialization_cost of 1e15 multiplies the rounding of the crossing traffic's sum (rates of 7,000 next to
+# 1e-9: numpy's pairwise sum and the validator's exact one differ by ~1e-12) into 0.15 load-index points, which the
+# validator's 1e-6 tolerance refused: 500 "Plan failed validation" (after.load_index 15.35 against 15.20).
+LOAD_INDEX_ROUNDING = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 100.0}, {"id": "n2", "capacity": 1000000000000000.0}, {"id": "n3", "capacity": 100.0}, {"id": "n4", "capacity": 1000000000000000.0}, {"id": "n5", "capacity": 1.0}], "units": [{"id": "u0", "load": [0.45, 1.0, 5.0, 0.0, 0.0, 1.0], "node": "n5"}, {"id": "u1", "load": [5.0, 0.45, 5.0, 1.0, 33.3, 7000.0], "node": "n2", "pinned": true}, {"id": "u2", "load": [7000.0, 7000.0, 33.3, 0.45, 100.0, 1e-09], "node": "n3"}, {"id": "u3", "load": [5.0, 0.0, 0.45, 1000000.0, 33.3, 33.3], "node": "n5", "state_size": 33.3}, {"id": "u4", "load": [0.45, 33.3, 1000000.0, 1000000.0, 5.0, 7000.0], "node": "n5", "operator": "op1"}, {"id": "u5", "load": [1.0, 0.0, 100.0, 7000.0, 1000000.0, 0.0], "node": "n2", "operator": "op2"}, {"id": "u6", "load": [1e-09, 0.0, 0.0, 1e-09, 7000.0, 100.0], "node": "n4", "state_size": 0.45, "operator": "op0"}, {"id": "u7", "load": [0.45, 5.0, 100.0, 1000000.0, 5.0, 7000.0]}, {"id": "u8", "load": [33.3, 1000000.0, 5.0, 7000.0, 33.3, 100.0], "node": "n0", "state_size": 0.0}, {"id": "u9", "load": [7000.0, 5.0, 1000000.0, 100.0, 33.3, 7000.0], "node": "n3", "state_size": 33.3}, {"id": "u10", "load": [1.0, 0.0, 1e-09, 0.45, 0.0, 5.0], "node": "n2", "state_size": 100.0, "operator": "op0"}, {"id": "u11", "load": [1e-09, 0.45, 7000.0, 5.0, 100.0, 1.0], "node": "n2"}, {"id": "u12", "load": [100.0, 100.0, 1e-09, 5.0, 1.0, 100.0], "node": "n2", "operator": "op0"}], "algorithm": {"name": "elb", "new_node_capacity": 1.0, "variant": "improved"}, "time_limit_s": 0.5, "budget": {"max_migrations": 2147483647, "max_migration_cost": 1e-09}, "traffic": [{"src": "u11", "dst": "u1", "rate": 1e-09}, {"src": "u1", "dst": "u12", "rate": 33.3}, {"src": "u2", "dst": "u4", "rate": 0.0}, {"src": "u5", "dst": "u12", "rate": 5.0}, {"src": "u1", "dst": "u2", "rate": 0.0}, {"src": "u0", "dst": "u10", "rate": 1e-09}, {"src": "u5", "dst": "u8", "rate": 1e-09}, {"src": "u12", "dst": "u10", "rate": 33.3}, {"src": "u6", "dst": "u1", "rate": 100.0}, {"src": "u8", "dst": "u1", "rate": 7000.0}, {"src": "u0", "dst": "u3", "rate": 1e-09}, {"src": "u5", "dst": "u1", "rate": 100.0}, {"src": "u3", "dst": "u0", "rate": 7000.0}, {"src": "u11", "dst": "u5", "rate": 1e-09}, {"src": "u10", "dst": "u3", "rate": 0.45}, {"src": "u2", "dst": "u5", "rate": 0.0}, {"src": "u6", "dst": "u9", "rate": 100.0}, {"src": "u1", "dst": "u9", "rate": 7000.0}], "serialization_cost": 1000000000000000.0}'
+)
+
+
+def test_a_load_index_amplified_by_a_huge_serialization_cost_is_not_a_500(client: TestClient) -> None:
+    response = client.post(PLAN, json=LOAD_INDEX_ROUNDING)
+    assert response.status_code == 200, response.text
+    assert check_plan(LOAD_INDEX_ROUNDING, response.json()) == []
+    broken = response.json()
+    broken["after"]["load_index"] += 100.0  # beyond the rounding of the sums (10.6 points here): still caught
+    assert any("after.load_index" in p for p in check_plan(LOAD_INDEX_ROUNDING, broken))
