@@ -659,3 +659,27 @@ def test_a_load_index_amplified_by_a_huge_serialization_cost_is_not_a_500(client
     broken = response.json()
     broken["after"]["load_index"] += 100.0  # beyond the rounding of the sums (10.6 points here): still caught
     assert any("after.load_index" in p for p in check_plan(LOAD_INDEX_ROUNDING, broken))
+
+
+# Red team: the largest seed (2**31 - 1) plus the round number overflowed CP-SAT's int32 random_seed from the second
+# model round on (TypeError); a max_partition_load of 1e-300 asked METIS for inf parts (OverflowError). Both 500s.
+MILP_LARGEST_SEED = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 1.0}, {"id": "n1", "capacity": 100.0}, {"id": "n2", "capacity": 1000000000000000.0, "draining": true}, {"id": "n3", "capacity": 1.0}, {"id": "n4", "capacity": 1.0}], "units": [{"id": "u0", "load": [33.3, 7000.0, 1.0, 1000000.0, 1000000.0, 1000000.0], "node": "n4"}, {"id": "u1", "load": [1.0, 1000000.0, 1.0, 5.0, 0.0, 1e-09], "node": "n4"}, {"id": "u2", "load": [33.3, 5.0, 0.45, 1e-09, 33.3, 1.0], "node": "n0"}, {"id": "u3", "load": [33.3, 1000000.0, 5.0, 7000.0, 100.0, 7000.0], "node": "n3", "operator": "op2"}, {"id": "u4", "load": [33.3, 100.0, 1.0, 100.0, 0.45, 7000.0], "node": "n0", "operator": "op0"}, {"id": "u5", "load": [1.0, 0.0, 0.45, 7000.0, 0.0, 33.3], "node": "n0", "state_size": 5.0}, {"id": "u6", "load": [5.0, 0.0, 33.3, 0.45, 5.0, 100.0], "node": "n0", "state_size": 33.3}, {"id": "u7", "load": [33.3, 0.45, 33.3, 7000.0, 7000.0, 7000.0], "node": "n0"}, {"id": "u8", "load": [33.3, 1e-09, 100.0, 0.45, 33.3, 0.45], "node": "n3", "operator": "op2"}], "algorithm": {"name": "milp", "relative_gap": 0.0, "backend": "cp-sat", "seed": 2147483647}, "time_limit_s": 0.5, "budget": {"max_migration_cost": 33.3}, "traffic": [{"src": "u6", "dst": "u2", "rate": 5.0}, {"src": "u1", "dst": "u2", "rate": 0.45}, {"src": "u3", "dst": "u4", "rate": 1000000.0}, {"src": "u8", "dst": "u1", "rate": 0.0}, {"src": "u5", "dst": "u4", "rate": 1.0}, {"src": "u1", "dst": "u4", "rate": 1.0}, {"src": "u3", "dst": "u0", "rate": 1.0}, {"src": "u7", "dst": "u6", "rate": 7000.0}, {"src": "u4", "dst": "u8", "rate": 5.0}, {"src": "u1", "dst": "u6", "rate": 33.3}]}'
+)
+ALBIC_TINY_PARTITION_LOAD = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 1e-06}, {"id": "n1", "capacity": 1e-06}, {"id": "n2", "capacity": 1.0, "draining": true}, {"id": "n3", "capacity": 1e-06, "draining": true}], "units": [{"id": "u0", "load": 33.3, "node": "n0", "state_size": 0.0}, {"id": "u1", "load": 7000.0, "node": "n0", "state_size": 33.3}, {"id": "u2", "load": 1000000.0, "node": "n2", "state_size": 5.0}, {"id": "u3", "load": 33.3, "operator": "op0"}, {"id": "u4", "load": 100.0, "node": "n1"}, {"id": "u5", "load": 33.3, "node": "n0"}, {"id": "u6", "load": 0.45, "node": "n3", "state_size": 1e-09}], "algorithm": {"name": "albic", "max_load_distance": 10.0, "max_partition_load": 1e-300, "step_partition_load": 1e-300, "score_factor": 0.0, "pairs": "one", "balance_reserve": 1.0}, "time_limit_s": 0.5, "traffic": [{"src": "u0", "dst": "u1", "rate": 7000.0}, {"src": "u2", "dst": "u4", "rate": 0.0}, {"src": "u6", "dst": "u2", "rate": 1e-09}, {"src": "u0", "dst": "u4", "rate": 100.0}, {"src": "u5", "dst": "u4", "rate": 1000000.0}, {"src": "u5", "dst": "u3", "rate": 7000.0}, {"src": "u3", "dst": "u2", "rate": 0.45}, {"src": "u1", "dst": "u3", "rate": 1.0}, {"src": "u3", "dst": "u5", "rate": 100.0}, {"src": "u5", "dst": "u2", "rate": 0.45}]}'
+)
+
+
+@pytest.mark.parametrize("name", ["milp", "albic"])
+def test_the_largest_seed_is_not_a_500(client: TestClient, name: str) -> None:
+    body = {**MILP_LARGEST_SEED, "algorithm": {"name": name, "seed": 2**31 - 1}}
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert check_plan(body, response.json()) == []
+
+
+def test_a_tiny_max_partition_load_is_not_a_500(client: TestClient) -> None:
+    response = client.post(PLAN, json=ALBIC_TINY_PARTITION_LOAD)
+    assert response.status_code == 200, response.text
+    assert check_plan(ALBIC_TINY_PARTITION_LOAD, response.json()) == []

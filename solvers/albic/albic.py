@@ -140,8 +140,10 @@ def _split_sets(
             partitions += [members[i : i + 1] for i in range(len(members))]
             continue
         p_cost, p_load = float(cost[members].sum()), float(load[members].sum())
-        p1 = math.ceil(p_cost - 1e-12) if share is not None else 1
-        p2 = math.ceil(p_load / max_pl - 1e-12)
+        # (as many parts as members at most: more is the same split into single members, and a maxPL of 1e-300 made
+        # p_load / max_pl infinite, an OverflowError)
+        p1 = math.ceil(min(p_cost, len(members)) - 1e-12) if share is not None else 1
+        p2 = math.ceil(min(p_load / max_pl, len(members)) - 1e-12)
         n_parts = max(p1, p2, 1)
         if n_parts <= 1 or len(members) == 1:
             partitions.append(members)
