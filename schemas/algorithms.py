@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from schemas.common import StrictModel
+from schemas.common import MAX_QUANTITY, MIN_CAPACITY, StrictModel
 
 
 class MilpParams(StrictModel):
@@ -156,9 +156,11 @@ class ElbParams(StrictModel):
     )
     new_node_capacity: float | None = Field(
         default=None,
-        gt=0.0,
+        ge=MIN_CAPACITY,
+        le=MAX_QUANTITY,
         allow_inf_nan=False,
-        description="Capacity of instances ELB adds; default the mean capacity of the non-draining nodes.",
+        description="Capacity of instances ELB adds (within a node's capacity bounds); default the mean capacity of "
+        "the non-draining nodes.",
     )
     variant: Literal["paper", "improved"] = Field(
         default="improved",
@@ -280,9 +282,11 @@ class AlbicParams(StrictModel):
     )
     new_node_capacity: float | None = Field(
         default=None,
-        gt=0.0,
-        le=1e15,
-        description="Capacity of nodes a scale-out adds; default the mean staying capacity.",
+        ge=MIN_CAPACITY,
+        le=MAX_QUANTITY,
+        allow_inf_nan=False,
+        description="Capacity of nodes a scale-out adds (within a node's capacity bounds); default the mean staying "
+        "capacity.",
     )
 
     @field_validator("target_utilization")

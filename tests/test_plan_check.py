@@ -246,6 +246,61 @@ def test_series_statistics_are_recomputed() -> None:
         assert any(f"after.{key}" in p for p in check_plan(request, broken)), key
 
 
+def test_correlation_of_several_nearly_constant_node_series_is_accepted_as_the_service_reports_it() -> None:
+    # Red team: node series whose spread is 0.9e-12 and 1.1e-12 of their size, on either side of the line below
+    # which the statistics count a series as constant (1e-12). The validator knew only the lines 1e-13 and 1e-11
+    # and accepted values between theirs; with two nodes on one side and one on the other the service's value lies
+    # outside that range: every universal-hash plan of this snapshot was a 500 "Plan failed validation".
+    tiny = 1e-12 / np.sqrt(2.0 / 3.0)  # the series (0, tiny, 0), centred, has a norm of 1e-12 (its size is 1)
+    request: Body = {
+        "nodes": [{"id": n} for n in ("a", "b", "c", "d", "e")],
+        "units": [
+            {"id": "u1", "node": "a", "load": [0.0, 0.0, 0.0]},
+            {"id": "u2", "node": "b", "load": [0.0, 0.0, 0.0]},
+            {"id": "u3", "node": "c", "load": [0.0, 0.9 * tiny, 0.0]},
+            {"id": "u4", "node": "d", "load": [0.0, 1.1 * tiny, 0.0]},
+            {"id": "u5", "node": "e", "load": [1.1 * tiny, 0.0, 0.0]},
+        ],
+        "algorithm": {"name": "universal-hash"},
+    }
+    instance = to_instance(AssignmentRequest.model_validate(request))
+    plan = to_response(
+        instance, Plan(assignment=instance.current.copy(), status="unchanged"), "test", 1.0
+    ).model_dump(mode="json", by_alias=True)
+    assert plan["before"]["avg_load_correlation"] == pytest.approx(
+        -0.05
+    )  # d and e vary: one pair of -0.5 in 10
+    assert check_plan(request, plan) == []
+    for claim in (0.3, -0.3, 0.5):
+        broken = copy.deepcopy(plan)
+        broken["after"]["avg_load_correlation"] = claim  # neither line's value nor between: still caught
+        assert any("after.avg_load_correlation" in p for p in check_plan(request, broken)), claim
+
+
+def test_correlation_with_many_node_series_between_the_constant_series_lines_is_accepted() -> None:
+    # More such series than choices worth trying (12): six of shape (0, x, 0) at 1.1e-12 (varying for the
+    # statistics' line), six of shape (x, 0, 0) at 0.9e-12 (constant there). The service's 15 pairs of +1 in 66
+    # (0.227) lie outside the two lines' values (0.182 and 0): each line between them is tried.
+    tiny = 1e-12 / np.sqrt(2.0 / 3.0)
+    units = [
+        {
+            "id": f"u{i}",
+            "node": f"n{i}",
+            "load": [0.0, 1.1 * tiny, 0.0] if i % 2 == 0 else [0.9 * tiny, 0.0, 0.0],
+        }
+        for i in range(12)
+    ]
+    request: Body = {"nodes": [{"id": f"n{i}"} for i in range(12)], "units": units}
+    instance = to_instance(AssignmentRequest.model_validate(request))
+    plan = to_response(
+        instance, Plan(assignment=instance.current.copy(), status="unchanged"), "test", 1.0
+    ).model_dump(mode="json", by_alias=True)
+    assert plan["before"]["avg_load_correlation"] == pytest.approx(15 / 66)
+    assert check_plan(request, plan) == []
+    plan["after"]["avg_load_correlation"] = 0.5  # no line's value: still caught
+    assert any("after.avg_load_correlation" in p for p in check_plan(request, plan))
+
+
 def test_moves_in_another_order_than_the_units_are_lined_up_not_rejected() -> None:
     # The validator compares the moves as columns in unit order; a caller's list in any order is the same plan.
     plan = copy.deepcopy(consistent_plan(VALID_MOVES))

@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from clients.demo import free_port
 from service.algorithms import REGISTRY
@@ -462,3 +464,222 @@ def test_elb_never_places_a_unit_without_a_node_over_the_capacity_cap(client: Te
     response = client.post(PLAN, json=body)
     assert response.status_code == 200, response.text
     assert check_plan(body, response.json()) == []
+
+
+# Found by the red team (valid snapshots with float extremes), each a 500 before its fix.
+TINY_QUANTITY_500S: dict[str, dict[str, Any]] = {
+    # ELB's range repair scaled loads of 1e-300 by 1e12 / 1e-300 = inf: OverflowError on the bounds.
+    "elb loads of 1e-300": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": "u0", "node": "a", "load": 1e-300},
+            {"id": "u1", "node": "a", "load": 1e-300},
+            {"id": "u2", "node": "a", "load": 3e-300},
+        ],
+        "algorithm": {"name": "elb"},
+    },
+    # The same for the cost budget: state sizes and max_migration_cost of 5e-324 (scale 1e9 / 1e-300 = inf).
+    "elb cost budget of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": f"u{k}", "node": "a", "load": 10.0 * (k + 1), "state_size": 5e-324} for k in range(4)
+        ],
+        "budget": {"max_migration_cost": 5e-324},
+        "algorithm": {"name": "elb"},
+    },
+    # ALBIC's budget shares, state_size / max_migration_cost = 1 / 5e-324 = inf: OverflowError (math.ceil) when
+    # partitions were cut, and a CP-SAT cost scale of 0 (ZeroDivisionError) in the derived MILP.
+    "albic cost budget of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": f"u{k}", "node": "a", "load": 10.0 * (k + 1), "state_size": 1.0, "operator": "op"}
+            for k in range(4)
+        ],
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 10.0}, {"src": "u2", "dst": "u3", "rate": 10.0}],
+        "budget": {"max_migration_cost": 5e-324, "max_migrations": 5},
+        "algorithm": {"name": "albic"},
+    },
+    # Shares of 1e15 / 1e-293 are finite, their sum is not.
+    "albic cost budget of 1e-293": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [
+            {"id": f"u{k}", "node": "a", "load": 10.0 * (k + 1), "state_size": 1e15, "operator": "op"}
+            for k in range(4)
+        ],
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 10.0}, {"src": "u1", "dst": "u2", "rate": 10.0}],
+        "budget": {"max_migration_cost": 1e-293},
+        "algorithm": {"name": "albic"},
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(TINY_QUANTITY_500S))
+def test_tiny_loads_state_sizes_and_budgets_are_not_500s(client: TestClient, case: str) -> None:
+    body = TINY_QUANTITY_500S[case]
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert check_plan(body, response.json()) == []
+
+
+TINY = [0.0, 5e-324, 2.2e-308, 1e-300, 1.7e-300, 3.3e-301, 1e-290]
+EXTREMES = st.sampled_from([*TINY, 1e-12, 0.45, 1.0, 7.0, 1e12, 7e14, 1e15])
+
+
+@st.composite
+def extreme_snapshots(draw: st.DrawFn) -> dict[str, Any]:
+    """Valid snapshots whose loads, state sizes, rates and budgets are float extremes (subnormals, 1e-300 next to
+    1e15), for the algorithms that scale quantities to integers (CP-SAT models) or divide by a budget."""
+    name = draw(
+        st.sampled_from(["elb", "albic", "milp", "cola", "clb", "correlation-pairwise", "universal-hash"])
+    )
+    windows = draw(st.integers(2, 5)) if name in ("clb", "correlation-pairwise") else None
+    n_nodes = draw(st.integers(2, 4))
+    nodes = [
+        {"id": f"n{i}", "capacity": draw(st.sampled_from([1e-6, 1.0, 100.0, 1e15]))} for i in range(n_nodes)
+    ]
+    units = []
+    loads = draw(st.sampled_from([st.sampled_from(TINY), EXTREMES]))  # all tiny, or tiny next to huge
+    crowded = draw(st.booleans())  # every unit on the first node
+    for k in range(draw(st.integers(2, 8))):
+        load: Any = draw(loads) if windows is None else [draw(loads) for _ in range(windows)]
+        units.append(
+            {
+                "id": f"u{k}",
+                "node": "n0" if crowded else f"n{draw(st.integers(0, n_nodes - 1))}",
+                "load": load,
+                "state_size": draw(EXTREMES),
+                "operator": "op",
+            }
+        )
+    body: dict[str, Any] = {"nodes": nodes, "units": units, "algorithm": {"name": name}, "time_limit_s": 0.3}
+    budget = draw(
+        st.sampled_from(
+            [
+                {},
+                {"max_migration_cost": "x"},
+                {"max_migration_cost": "x", "max_migrations": 3},
+                {"max_migrations": 2},
+            ]
+        )
+    )
+    if "max_migration_cost" in budget:
+        budget["max_migration_cost"] = draw(st.sampled_from(TINY))
+    if budget:
+        body["budget"] = budget
+    if draw(st.booleans()):
+        body["traffic"] = [{"src": "u0", "dst": "u1", "rate": draw(EXTREMES)}]
+    return body
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(body=extreme_snapshots())
+def test_float_extremes_get_a_valid_plan_or_a_422(body: dict[str, Any]) -> None:
+    from service import planning
+
+    answer = planning.plan_task(
+        Settings(), planning.PlanJob(json.dumps(body).encode(), time.monotonic()), lambda deadline: None
+    )
+    assert answer.status in (200, 422), answer.body[:300]
+    if answer.status == 200:
+        assert check_plan(body, json.loads(answer.body)) == []
+
+
+# Found by the red team: algorithm parameters at their bounds (each valid by the schema).
+EXTREME_PARAMETER_CASES: dict[str, dict[str, Any]] = {
+    # A target utilization of 5e-324 % asks for 1e326 nodes: round(inf) was an OverflowError (500), one of 1e-300 %
+    # a scale-out to 1e302 nodes, whose ids were generated one by one (a worker at its memory limit, then killed).
+    "albic target utilization of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [{"id": f"u{k}", "node": "a", "load": 10.0, "operator": "op"} for k in range(4)],
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 5.0}],
+        "algorithm": {"name": "albic", "target_utilization": [5e-324, 5e-324]},
+        "time_limit_s": 0.5,
+    },
+    "albic target utilization of 1e-300": json.loads(
+        '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 1e-06, "draining": true}, {"id": "n2", "capacity": 1e-06, "draining": true}, {"id": "n3", "capacity": 1e-06}], "units": [{"id": "u0", "load": 1e-09}, {"id": "u1", "load": 1000000.0, "node": "n0", "state_size": 5.0, "operator": "op2"}, {"id": "u2", "load": 1.0, "node": "n2"}, {"id": "u3", "load": 0.0, "node": "n3"}, {"id": "u4", "load": 1e-09, "node": "n1", "state_size": 0.45, "operator": "op2"}, {"id": "u5", "load": 0.45, "operator": "op1"}, {"id": "u6", "load": 100.0}], "algorithm": {"name": "albic", "max_load_distance": 1000000.0, "max_partition_load": 25.0, "step_partition_load": 1e-300, "score_factor": 0.0, "pairs": "budget", "balance_reserve": 1.0, "target_utilization": [1e-300, 1.0], "new_node_capacity": 1e-06}, "time_limit_s": 0.5, "budget": {"max_migrations": 2}, "traffic": [{"src": "u1", "dst": "u3", "rate": 1e-09}, {"src": "u2", "dst": "u1", "rate": 100.0}, {"src": "u6", "dst": "u5", "rate": 1e-09}, {"src": "u3", "dst": "u1", "rate": 0.0}, {"src": "u5", "dst": "u4", "rate": 5.0}, {"src": "u0", "dst": "u3", "rate": 1000000.0}, {"src": "u2", "dst": "u0", "rate": 1000000.0}, {"src": "u4", "dst": "u2", "rate": 33.3}, {"src": "u1", "dst": "u4", "rate": 1.0}, {"src": "u2", "dst": "u3", "rate": 0.0}, {"src": "u1", "dst": "u0", "rate": 100.0}, {"src": "u2", "dst": "u5", "rate": 7000.0}, {"src": "u4", "dst": "u1", "rate": 0.45}]}'
+    ),
+    # ELB's range of 1.7e308: its midpoint (u + v) / 2 is inf and the repair's bounds NaN (ValueError).
+    "elb range of 1.7e308": json.loads(
+        '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 1e-06}, {"id": "n2", "capacity": 100.0}], "units": [{"id": "u0", "load": 0.45, "node": "n0", "operator": "op0"}, {"id": "u1", "load": 1e-09, "node": "n2", "state_size": 5.0, "operator": "op2"}, {"id": "u2", "load": 1e-09, "node": "n0", "operator": "op0"}, {"id": "u3", "load": 100.0, "state_size": 1e-09, "operator": "op1"}, {"id": "u4", "load": 5.0}, {"id": "u5", "load": 5.0, "node": "n1", "state_size": 1000000.0}, {"id": "u6", "load": 1000000.0, "node": "n1", "state_size": 5.0, "operator": "op2"}, {"id": "u7", "load": 5.0, "node": "n0", "operator": "op0"}, {"id": "u8", "load": 1e-09, "node": "n1", "state_size": 5.0, "operator": "op2"}, {"id": "u9", "load": 7000.0, "node": "n2", "pinned": true, "operator": "op1"}, {"id": "u10", "load": 5.0, "node": "n0", "state_size": 1e-09}, {"id": "u11", "load": 0.45, "node": "n2", "pinned": true, "state_size": 33.3}, {"id": "u12", "load": 33.3, "operator": "op1"}, {"id": "u13", "load": 1000000.0, "node": "n0", "pinned": true, "state_size": 1.0}], "algorithm": {"name": "elb", "lower": 1.7e+308, "upper": 1.7e+308, "variant": "improved"}, "time_limit_s": 0.5, "budget": {"max_migrations": 2}}'
+    ),
+    # New instances of capacity 5e-324: their share of a mean node underflows to 0 (ZeroDivisionError).
+    "elb new node capacity of 5e-324": {
+        "nodes": [{"id": "a"}, {"id": "b"}],
+        "units": [{"id": f"u{k}", "node": "a", "load": [5.0, 10.0 * k]} for k in range(4)],
+        "algorithm": {"name": "elb", "lower": 1e-9, "upper": 1.5e-9, "new_node_capacity": 5e-324},
+        "time_limit_s": 0.5,
+    },
+    # New instances of capacity 1.7e308 (ELB: an infinite capacity cap, NaN bounds in the repair) or 5e-324 (ALBIC:
+    # infinite utilizations, a CP-SAT scale of 0): outside every node's capacity bounds, now a 422 naming it.
+    "elb new node capacity of 1.7e308": {
+        "nodes": [{"id": "a", "capacity": 1e-6}],
+        "units": [{"id": f"u{k}", "load": [5.0, 1.0]} for k in range(3)],
+        "algorithm": {"name": "elb", "lower": 1.0, "upper": 1.5, "new_node_capacity": 1.7e308},
+        "time_limit_s": 0.5,
+    },
+    "albic new node capacity of 5e-324": {
+        "nodes": [{"id": "a"}],
+        "units": [{"id": f"u{k}", "node": "a", "load": 10.0} for k in range(3)],
+        "algorithm": {"name": "albic", "target_nodes": 50, "new_node_capacity": 5e-324},
+        "time_limit_s": 0.5,
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(EXTREME_PARAMETER_CASES))
+def test_parameters_at_their_bounds_answer_a_valid_plan_or_a_422_in_time(
+    client: TestClient, case: str
+) -> None:
+    body = EXTREME_PARAMETER_CASES[case]
+    started = time.monotonic()
+    response = client.post(PLAN, json=body)
+    assert (
+        time.monotonic() - started < body["time_limit_s"] + 1.0 + 2.0
+    )  # (the deadline, and a loaded machine)
+    assert response.status_code in (200, 422), response.text
+    if response.status_code == 200:
+        assert check_plan(body, response.json()) == []
+    else:
+        assert_problem(response, 422)
+        assert response.json()["errors"][0]["loc"][:2] == ["body", "algorithm"]
+
+
+# Red team: a serialization_cost of 1e15 multiplies the rounding of the crossing traffic's sum (rates of 7,000 next to
+# 1e-9: numpy's pairwise sum and the validator's exact one differ by ~1e-12) into 0.15 load-index points, which the
+# validator's 1e-6 tolerance refused: 500 "Plan failed validation" (after.load_index 15.35 against 15.20).
+LOAD_INDEX_ROUNDING = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 100.0}, {"id": "n2", "capacity": 1000000000000000.0}, {"id": "n3", "capacity": 100.0}, {"id": "n4", "capacity": 1000000000000000.0}, {"id": "n5", "capacity": 1.0}], "units": [{"id": "u0", "load": [0.45, 1.0, 5.0, 0.0, 0.0, 1.0], "node": "n5"}, {"id": "u1", "load": [5.0, 0.45, 5.0, 1.0, 33.3, 7000.0], "node": "n2", "pinned": true}, {"id": "u2", "load": [7000.0, 7000.0, 33.3, 0.45, 100.0, 1e-09], "node": "n3"}, {"id": "u3", "load": [5.0, 0.0, 0.45, 1000000.0, 33.3, 33.3], "node": "n5", "state_size": 33.3}, {"id": "u4", "load": [0.45, 33.3, 1000000.0, 1000000.0, 5.0, 7000.0], "node": "n5", "operator": "op1"}, {"id": "u5", "load": [1.0, 0.0, 100.0, 7000.0, 1000000.0, 0.0], "node": "n2", "operator": "op2"}, {"id": "u6", "load": [1e-09, 0.0, 0.0, 1e-09, 7000.0, 100.0], "node": "n4", "state_size": 0.45, "operator": "op0"}, {"id": "u7", "load": [0.45, 5.0, 100.0, 1000000.0, 5.0, 7000.0]}, {"id": "u8", "load": [33.3, 1000000.0, 5.0, 7000.0, 33.3, 100.0], "node": "n0", "state_size": 0.0}, {"id": "u9", "load": [7000.0, 5.0, 1000000.0, 100.0, 33.3, 7000.0], "node": "n3", "state_size": 33.3}, {"id": "u10", "load": [1.0, 0.0, 1e-09, 0.45, 0.0, 5.0], "node": "n2", "state_size": 100.0, "operator": "op0"}, {"id": "u11", "load": [1e-09, 0.45, 7000.0, 5.0, 100.0, 1.0], "node": "n2"}, {"id": "u12", "load": [100.0, 100.0, 1e-09, 5.0, 1.0, 100.0], "node": "n2", "operator": "op0"}], "algorithm": {"name": "elb", "new_node_capacity": 1.0, "variant": "improved"}, "time_limit_s": 0.5, "budget": {"max_migrations": 2147483647, "max_migration_cost": 1e-09}, "traffic": [{"src": "u11", "dst": "u1", "rate": 1e-09}, {"src": "u1", "dst": "u12", "rate": 33.3}, {"src": "u2", "dst": "u4", "rate": 0.0}, {"src": "u5", "dst": "u12", "rate": 5.0}, {"src": "u1", "dst": "u2", "rate": 0.0}, {"src": "u0", "dst": "u10", "rate": 1e-09}, {"src": "u5", "dst": "u8", "rate": 1e-09}, {"src": "u12", "dst": "u10", "rate": 33.3}, {"src": "u6", "dst": "u1", "rate": 100.0}, {"src": "u8", "dst": "u1", "rate": 7000.0}, {"src": "u0", "dst": "u3", "rate": 1e-09}, {"src": "u5", "dst": "u1", "rate": 100.0}, {"src": "u3", "dst": "u0", "rate": 7000.0}, {"src": "u11", "dst": "u5", "rate": 1e-09}, {"src": "u10", "dst": "u3", "rate": 0.45}, {"src": "u2", "dst": "u5", "rate": 0.0}, {"src": "u6", "dst": "u9", "rate": 100.0}, {"src": "u1", "dst": "u9", "rate": 7000.0}], "serialization_cost": 1000000000000000.0}'
+)
+
+
+def test_a_load_index_amplified_by_a_huge_serialization_cost_is_not_a_500(client: TestClient) -> None:
+    response = client.post(PLAN, json=LOAD_INDEX_ROUNDING)
+    assert response.status_code == 200, response.text
+    assert check_plan(LOAD_INDEX_ROUNDING, response.json()) == []
+    broken = response.json()
+    broken["after"]["load_index"] += 100.0  # beyond the rounding of the sums (10.6 points here): still caught
+    assert any("after.load_index" in p for p in check_plan(LOAD_INDEX_ROUNDING, broken))
+
+
+# Red team: the largest seed (2**31 - 1) plus the round number overflowed CP-SAT's int32 random_seed from the second
+# model round on (TypeError); a max_partition_load of 1e-300 asked METIS for inf parts (OverflowError). Both 500s.
+MILP_LARGEST_SEED = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 1.0}, {"id": "n1", "capacity": 100.0}, {"id": "n2", "capacity": 1000000000000000.0, "draining": true}, {"id": "n3", "capacity": 1.0}, {"id": "n4", "capacity": 1.0}], "units": [{"id": "u0", "load": [33.3, 7000.0, 1.0, 1000000.0, 1000000.0, 1000000.0], "node": "n4"}, {"id": "u1", "load": [1.0, 1000000.0, 1.0, 5.0, 0.0, 1e-09], "node": "n4"}, {"id": "u2", "load": [33.3, 5.0, 0.45, 1e-09, 33.3, 1.0], "node": "n0"}, {"id": "u3", "load": [33.3, 1000000.0, 5.0, 7000.0, 100.0, 7000.0], "node": "n3", "operator": "op2"}, {"id": "u4", "load": [33.3, 100.0, 1.0, 100.0, 0.45, 7000.0], "node": "n0", "operator": "op0"}, {"id": "u5", "load": [1.0, 0.0, 0.45, 7000.0, 0.0, 33.3], "node": "n0", "state_size": 5.0}, {"id": "u6", "load": [5.0, 0.0, 33.3, 0.45, 5.0, 100.0], "node": "n0", "state_size": 33.3}, {"id": "u7", "load": [33.3, 0.45, 33.3, 7000.0, 7000.0, 7000.0], "node": "n0"}, {"id": "u8", "load": [33.3, 1e-09, 100.0, 0.45, 33.3, 0.45], "node": "n3", "operator": "op2"}], "algorithm": {"name": "milp", "relative_gap": 0.0, "backend": "cp-sat", "seed": 2147483647}, "time_limit_s": 0.5, "budget": {"max_migration_cost": 33.3}, "traffic": [{"src": "u6", "dst": "u2", "rate": 5.0}, {"src": "u1", "dst": "u2", "rate": 0.45}, {"src": "u3", "dst": "u4", "rate": 1000000.0}, {"src": "u8", "dst": "u1", "rate": 0.0}, {"src": "u5", "dst": "u4", "rate": 1.0}, {"src": "u1", "dst": "u4", "rate": 1.0}, {"src": "u3", "dst": "u0", "rate": 1.0}, {"src": "u7", "dst": "u6", "rate": 7000.0}, {"src": "u4", "dst": "u8", "rate": 5.0}, {"src": "u1", "dst": "u6", "rate": 33.3}]}'
+)
+ALBIC_TINY_PARTITION_LOAD = json.loads(
+    '{"nodes": [{"id": "n0", "capacity": 1e-06}, {"id": "n1", "capacity": 1e-06}, {"id": "n2", "capacity": 1.0, "draining": true}, {"id": "n3", "capacity": 1e-06, "draining": true}], "units": [{"id": "u0", "load": 33.3, "node": "n0", "state_size": 0.0}, {"id": "u1", "load": 7000.0, "node": "n0", "state_size": 33.3}, {"id": "u2", "load": 1000000.0, "node": "n2", "state_size": 5.0}, {"id": "u3", "load": 33.3, "operator": "op0"}, {"id": "u4", "load": 100.0, "node": "n1"}, {"id": "u5", "load": 33.3, "node": "n0"}, {"id": "u6", "load": 0.45, "node": "n3", "state_size": 1e-09}], "algorithm": {"name": "albic", "max_load_distance": 10.0, "max_partition_load": 1e-300, "step_partition_load": 1e-300, "score_factor": 0.0, "pairs": "one", "balance_reserve": 1.0}, "time_limit_s": 0.5, "traffic": [{"src": "u0", "dst": "u1", "rate": 7000.0}, {"src": "u2", "dst": "u4", "rate": 0.0}, {"src": "u6", "dst": "u2", "rate": 1e-09}, {"src": "u0", "dst": "u4", "rate": 100.0}, {"src": "u5", "dst": "u4", "rate": 1000000.0}, {"src": "u5", "dst": "u3", "rate": 7000.0}, {"src": "u3", "dst": "u2", "rate": 0.45}, {"src": "u1", "dst": "u3", "rate": 1.0}, {"src": "u3", "dst": "u5", "rate": 100.0}, {"src": "u5", "dst": "u2", "rate": 0.45}]}'
+)
+
+
+@pytest.mark.parametrize("name", ["milp", "albic"])
+def test_the_largest_seed_is_not_a_500(client: TestClient, name: str) -> None:
+    body = {**MILP_LARGEST_SEED, "algorithm": {"name": name, "seed": 2**31 - 1}}
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 200, response.text
+    assert check_plan(body, response.json()) == []
+
+
+def test_a_tiny_max_partition_load_is_not_a_500(client: TestClient) -> None:
+    response = client.post(PLAN, json=ALBIC_TINY_PARTITION_LOAD)
+    assert response.status_code == 200, response.text
+    assert check_plan(ALBIC_TINY_PARTITION_LOAD, response.json()) == []

@@ -82,6 +82,32 @@ def test_model_with_another_resolution_is_rescaled(client: TestClient) -> None:
     assert any("rescaled" in n for n in answer.json()["notes"])
 
 
+def test_a_coarser_resolution_that_merges_points_is_not_a_500(client: TestClient) -> None:
+    # Red team: three points of one connection that land on two weights at the new resolution (1 and 2 both round
+    # to 1 at resolution 10, 999 to 10) made `rescale` weight the variances with the merged counts: 500.
+    model = {
+        "version": 3,
+        "resolution": 1000,
+        "observed_at": 9.0,
+        "calls": 2,
+        "connections": [
+            {
+                "id": "c1",
+                "cumulative_blocking_s": 0.5,
+                **{"w": [1, 2, 999], "rate": [0.1, 0.2, 0.3], "n": [1, 2, 1], "seen": [1, 2, 2]},
+                "var": [0.0, 0.0, 0.0],
+            },
+            {"id": "c2", "cumulative_blocking_s": 0.5, "w": [500], "rate": [0.1], "n": [1], "seen": [2]},
+        ],
+    }
+    nxt = body(weights=(5, 5), counters=(1.0, 1.0), model=model, resolution=10)
+    nxt["observed_at"] = 10.0
+    answer = client.post(URL, json=nxt)
+    assert answer.status_code == 200, answer.text
+    again = dict(nxt, model=answer.json()["model"], observed_at=11.0)
+    assert client.post(URL, json=again).status_code == 200
+
+
 def learned_model(client: TestClient) -> dict[str, Any]:
     model = client.post(URL, json=body()).json()["model"]
     nxt = body(counters=(0.9, 0.0, 0.05), model=model)

@@ -24,9 +24,12 @@ from solvers.splitter.functions import (
 )
 from solvers.splitter.model import (
     MAX_POINTS,
+    ConnectionMemory,
     SplitterInput,
+    SplitterMemory,
     _least_within,
     blocking_rates,
+    rescale,
     update_weights,
 )
 
@@ -124,6 +127,26 @@ def test_counter_reset_is_noted_and_does_not_produce_negative_rates() -> None:
     result = run(("a", "b"), [500, 500], [0.5, 0.0], 2.0, memory)
     assert result.memory.connections["a"].rate.tolist() == [0.25]
     assert any("reset" in note for note in result.notes)
+
+
+def test_rescale_merges_points_weighting_rates_and_variances_by_their_observations() -> None:
+    # Red team: 3 points landing on 2 weights raised a ValueError (the variances were weighted by the merged, capped
+    # counts: another length); merged points average rate and variance by the observations each point holds.
+    connection = ConnectionMemory(
+        counter=0.0,
+        w=np.array([1, 2, 999]),
+        rate=np.array([0.1, 0.4, 0.3]),
+        n=np.array([1, 3, 1]),
+        seen=np.array([1, 2, 2]),
+        var=np.array([0.2, 0.6, 0.5]),
+    )
+    memory = SplitterMemory(1000, 0.0, 2, {"a": connection})
+    rescale(memory, 10)
+    assert memory.resolution == 10
+    assert connection.w.tolist() == [1, 10]
+    assert connection.rate.tolist() == pytest.approx([(0.1 * 1 + 0.4 * 3) / 4, 0.3])
+    assert connection.var.tolist() == pytest.approx([(0.2 * 1 + 0.6 * 3) / 4, 0.5])
+    assert connection.n.tolist() == [4, 1] and connection.seen.tolist() == [2, 2]
 
 
 def test_points_per_connection_are_bounded() -> None:

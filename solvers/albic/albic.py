@@ -61,6 +61,9 @@ from solvers.milp import solve_milp
 PairMode = Literal["one", "budget"]
 # A unit whose migration alone costs more than the whole budget (e.g. state over a zero cost budget) can never move.
 NEVER = 2.0
+# The largest share of the budget a unit is given: finite, and summed over every unit still finite (a share this
+# large already exceeds the budget more times than there are units).
+MAX_SHARE = 1e300
 # Time: ALBIC attempts share this part of the call; the rest is kept for the plain MILP should none meet maxLD.
 ATTEMPT_SHARE = 0.6
 FIRST_ATTEMPT_SHARE = 0.6  # of the attempts' part, for the first attempt (usually the only one)
@@ -102,8 +105,13 @@ def migration_share(instance: AssignmentInstance) -> FloatArray | None:
         share = np.maximum(share, 1.0 / instance.max_migrations if instance.max_migrations else NEVER)
     if instance.max_migration_cost is not None:
         limit = instance.max_migration_cost
-        by_cost = instance.state_size / limit if limit > 0 else np.where(instance.state_size > 0, NEVER, 0.0)
-        share = np.maximum(share, by_cost)
+        with np.errstate(over="ignore"):
+            by_cost = (
+                instance.state_size / limit if limit > 0 else np.where(instance.state_size > 0, NEVER, 0.0)
+            )
+        # (capped: a budget of 5e-324 made shares infinite, and their sums an OverflowError; at the cap a unit still
+        # fills more budgets than there are units, as any share that large did before)
+        share = np.maximum(share, np.minimum(by_cost, MAX_SHARE))
     share[instance.current < 0] = 0.0  # a first placement is not a migration
     return share
 
@@ -132,8 +140,10 @@ def _split_sets(
             partitions += [members[i : i + 1] for i in range(len(members))]
             continue
         p_cost, p_load = float(cost[members].sum()), float(load[members].sum())
-        p1 = math.ceil(p_cost - 1e-12) if share is not None else 1
-        p2 = math.ceil(p_load / max_pl - 1e-12)
+        # (as many parts as members at most: more is the same split into single members, and a maxPL of 1e-300 made
+        # p_load / max_pl infinite, an OverflowError)
+        p1 = math.ceil(min(p_cost, len(members)) - 1e-12) if share is not None else 1
+        p2 = math.ceil(min(p_load / max_pl, len(members)) - 1e-12)
         n_parts = max(p1, p2, 1)
         if n_parts <= 1 or len(members) == 1:
             partitions.append(members)

@@ -22,11 +22,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from solvers.errors import UnsolvableRequest
 from solvers.instance import AddedNode, AssignmentInstance, IntArray, Plan
 from solvers.metrics import load_index
 
 Allocate = Callable[[AssignmentInstance, float], Plan]
 FIRST_PLAN_SHARE = 0.4  # of the time limit, for the potential plan; the re-plan gets the rest
+# The most staying nodes a scaling decision may ask for (schemas.assignment.MAX_NODES, as ELB's parallelism): a
+# target utilization of 1e-300 % asked for 1e302 nodes (their ids generated one by one until the worker's memory
+# ran out), one of 5e-324 % for round(inf) (an OverflowError).
+MAX_NODES = 10_000
+TARGET_LOC = ("body", "algorithm", "target_utilization")
 
 
 @dataclass(frozen=True)
@@ -52,10 +58,17 @@ def needed_nodes(instance: AssignmentInstance, assignment: IntArray, policy: Sca
     if lower <= utilization <= upper:
         return staying
     middle = 0.5 * (lower + upper)
-    count = max(1, round(100.0 * total / (middle * per_node)))
+    nearest = 100.0 * total / (middle * per_node)
+    if not nearest <= MAX_NODES:  # (also inf and nan: never round() them)
+        raise UnsolvableRequest(
+            TARGET_LOC,
+            f"target_utilization [{lower:g}, {upper:g}] % needs about {nearest:.4g} staying nodes of capacity "
+            f"{per_node:g} for the plan's load {total:g}, over the node cap of {MAX_NODES}: raise the range",
+        )
+    count = max(1, round(nearest))
     # The count nearest the middle may still be above `upper` after rounding: one more node each time (utilization
-    # falls strictly with the count and upper > 0, so this ends).
-    while 100.0 * total / (count * per_node) > upper:
+    # falls strictly with the count and upper > 0, so this ends; at most a node or two past the middle's count).
+    while 100.0 * total / (count * per_node) > upper and count < MAX_NODES:
         count += 1
     return count
 

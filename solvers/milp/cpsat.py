@@ -49,7 +49,7 @@ def solve_cpsat(
     n_moves = model.n_moves
     into, out_of = model.util_coefficient()
     largest = max(float(np.max(np.abs(model.base_util - model.mean))), model.mean) + float(into.sum())
-    scale = INTEGER_RANGE / max(largest, 1e-300)
+    scale = min(INTEGER_RANGE / max(largest, 1e-300), 1e308)  # (finite: utilizations of 1e-300 gave inf)
     into_i = np.rint(into * scale).astype(np.int64)
     out_i = np.rint(out_of * scale).astype(np.int64)
     base_i = np.rint(model.base_util * scale).astype(np.int64)
@@ -90,9 +90,13 @@ def solve_cpsat(
             else:
                 # Rounded up (refunds shrink, costs grow) and the room rounded down: CP-SAT plans never break the
                 # budget, but a plan that uses the budget exactly may be cut off, so nothing is proven.
-                scale = 1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300)
-                coefficients = np.ceil(model.cost_coef[nonzero] * scale).astype(np.int64)
-                room = math.floor(room_real * scale)
+                # (its own name: the utilization `scale` above is still needed below, for the rounding and the bound;
+                # capped so that costs of 1e-300 do not make it infinite)
+                cost_scale = min(
+                    1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300), 1e308
+                )
+                coefficients = np.ceil(model.cost_coef[nonzero] * cost_scale).astype(np.int64)
+                room = math.floor(room_real * cost_scale)
                 exact = False
             # Beyond the sum of the coefficients the room cannot bind: clamped so it stays an int64 (a budget of
             # 5 over a state of 1e-100 gives a room of 1e100; found by the fuzz test).

@@ -396,7 +396,11 @@ class _Rounds:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
         # share of the slice so the call ends within the slice.
         result = self.solve(
-            model, time.perf_counter() + 0.85 * seconds, relative_gap, self.seed + self.model_rounds
+            model,
+            time.perf_counter() + 0.85 * seconds,
+            relative_gap,
+            # (a new seed per round, within CP-SAT's int32: the largest seed, 2**31 - 1, plus a round was a 500)
+            (self.seed + self.model_rounds) % 2**31,
         )
         self.model_rounds += 1
         self.rounding = max(self.rounding, result.rounding_error)

@@ -248,9 +248,11 @@ def rescale(memory: SplitterMemory, resolution: int) -> None:
         w = np.clip(np.rint(connection.w * resolution / memory.resolution).astype(np.int64), 1, resolution)
         merged, group = np.unique(w, return_inverse=True)
         n = np.bincount(group, weights=connection.n)
+        # Rate and variance both weighted by each point's own observations (before the counts are merged and
+        # capped: the merged counts are fewer, one per merged point).
         connection.rate = np.bincount(group, weights=connection.rate * connection.n) / n
-        connection.n = np.minimum(n, SMOOTHING_WINDOW).astype(np.int64)
         connection.var = np.bincount(group, weights=connection.var * connection.n) / n
+        connection.n = np.minimum(n, SMOOTHING_WINDOW).astype(np.int64)
         seen = np.zeros(len(merged), dtype=np.int64)
         np.maximum.at(seen, group, connection.seen)
         connection.w, connection.seen = merged, seen

@@ -65,6 +65,7 @@ from solvers.stateful.range_repair import (
 PI_ROUNDING = 1e-9
 MAX_PARALLELISM = 10_000  # schemas.assignment.MAX_NODES: the service passes its own node cap
 RANGE_LOC = ("body", "algorithm", "lower")
+MAX_RANGE = 1e250  # an explicit [lower, upper] is capped here (see elb)
 ElbVariant = Literal["paper", "improved"]
 
 
@@ -160,6 +161,12 @@ def _improved_scaling(
     if v - slack <= w / size <= u + slack or mid <= 0:
         return Scaling(0, [], [])
     if w / size > u:
+        if not new_scale > 0:  # (a capacity of 5e-324 next to a mean node of 100: its share underflows to 0)
+            raise UnsolvableRequest(
+                ("body", "algorithm", "new_node_capacity"),
+                "new_node_capacity is too small next to the staying nodes' mean capacity (an added instance would "
+                "hold no load): give a larger new_node_capacity",
+            )
         needed = (w / mid - size) / new_scale
         if not needed <= max_parallelism - len(staying):
             raise UnsolvableRequest(
@@ -302,7 +309,9 @@ def elb(
     )
     w = float(y.sum())
     if lower is not None and upper is not None:
-        v, u = float(lower), float(upper)
+        # (capped: beyond any node's load, 250,000 units of 1e15 on the smallest node, the range is the same, and
+        # the cap keeps (u + v) / 2 and u x a node's capacity share finite; 1.7e308 made the repair's bounds NaN)
+        v, u = min(float(lower), MAX_RANGE), min(float(upper), MAX_RANGE)
     elif tolerance is None:
         raise ValueError("ELB needs lower and upper, or tolerance")
     else:

@@ -28,7 +28,8 @@ class AlbicParams:
             max_partition_load (float | Unset): maxPL: largest partition load, in percent of the mean staying node capacity
                 (25); 0 = the plain MILP. Default: 25.0.
             name (Literal['albic'] | Unset):  Default: 'albic'.
-            new_node_capacity (float | None | Unset): Capacity of nodes a scale-out adds; default the mean staying capacity.
+            new_node_capacity (float | None | Unset): Capacity of nodes a scale-out adds (within a node's capacity bounds);
+                default the mean staying capacity.
             pairs (AlbicParamsPairs | Unset): one: the paper's one new pair per period; budget: as many merges as the
                 migration budget (less balance_reserve) and maxLD allow, most collocation per migration first, toward target
                 sets that stay the same from one period to the next. Default: AlbicParamsPairs.ONE.

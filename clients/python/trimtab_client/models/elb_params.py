@@ -20,8 +20,8 @@ class ElbParams:
         Attributes:
             lower (float | None | Unset): v: lowest acceptable instance load, in load units.
             name (Literal['elb'] | Unset):  Default: 'elb'.
-            new_node_capacity (float | None | Unset): Capacity of instances ELB adds; default the mean capacity of the non-
-                draining nodes.
+            new_node_capacity (float | None | Unset): Capacity of instances ELB adds (within a node's capacity bounds);
+                default the mean capacity of the non-draining nodes.
             tolerance (float | None | Unset): Instead of lower/upper: [v, u] = mean x (1 -/+ tolerance), the mean being the
                 latest-window load per non-draining node (keeps the parallelism). Default 0.1 when neither is given.
             upper (float | None | Unset): u: highest acceptable instance load, in load units.
