@@ -83,8 +83,12 @@ def test_further_resources_are_capped_on_receiving_nodes() -> None:
         resource_capacity=[[100.0], [10.0]],
     )
     plan = solve_milp(inst, time_limit_s=1.0)
-    assert (plan.assignment == inst.current).all()
-    assert plan.status == "unchanged"
+    # No receiving node ends above its memory: either nothing moves, or n1's 9 leaves and two 5s take its place
+    # (10 of 10, load balanced: the search after a stalled full model finds that exchange).
+    usage = np.bincount(plan.assignment, weights=[5.0, 5.0, 5.0, 9.0], minlength=2)
+    assert usage[1] <= 10.0
+    assert plan.assignment.tolist() in ([0, 0, 0, 1], [1, 0, 1, 0], [1, 1, 0, 0], [0, 1, 1, 0])
+    assert inst.load_distance(plan.assignment) <= inst.load_distance(inst.current)
 
 
 def test_scale_in_moves_nothing_onto_draining_and_empties_them_when_budget_allows() -> None:

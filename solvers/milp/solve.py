@@ -345,8 +345,8 @@ class _Rounds:
     proof can come in milliseconds and an unprovable model does not hold the call to its limit. Otherwise each
     round is an iterated perturbation (a random share of the migrations sent home, then the descent) and one short
     move-model round on a neighbourhood of extreme nodes, random nodes, and the home nodes of migrated units.
-    Stall: STALL_ROUNDS rounds (2 for the full model) without improvement, and at least as long without one as it
-    took to find the best plan.
+    Stall: STALL_ROUNDS rounds without improvement, and at least as long without one as it took to find the best
+    plan; a full model's stall (2 rounds) hands the rest of the time to the other rounds.
     """
 
     def __init__(
@@ -626,7 +626,12 @@ class _Rounds:
                     f"gap within relative_gap {self.relative_gap} or {self.absolute_gap:.2g} points"
                 )
                 return
-            if since >= stall_rounds and now - found_at >= found_at - begun:
+            if full and since >= stall_rounds and now - found_at >= found_at - begun:
+                # The full model stalls without a proof: the rest of the time goes to the rounds of large
+                # problems (perturbations and neighbourhood models), which leave local optima the full model's
+                # short slices (CP-SAT restarts from its hint each slice) do not.
+                full, stall_rounds, since, found_at, begun = False, STALL_ROUNDS, 0, now, now
+            elif since >= stall_rounds and now - found_at >= found_at - begun:
                 self.stop_reason = f"no improvement in {since} rounds"
                 return
             remaining = self.deadline - now
