@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from bench.milp_skew import cluster
 from solvers.baselines import flux, largest_load_first
 from solvers.instance import AssignmentInstance
 from solvers.milp import solve_milp, warm_up
@@ -99,55 +100,6 @@ def key_group_series(per_key: dict[str, np.ndarray], groups: int) -> np.ndarray:
     out = np.zeros((groups, matrix.shape[1]))
     np.add.at(out, hashed, matrix)
     return out
-
-
-def cluster(
-    series: np.ndarray,
-    n_nodes: int,
-    max_migrations: int | None = None,
-    cost_share: float | None = None,
-    capacities: tuple[float, ...] = (100.0,),
-    draining: int = 0,
-    pinned_share: float = 0.0,
-    pin_hottest: bool = False,
-    utilization: float = 0.5,
-    seed: int = 0,
-    integer_loads: bool = False,
-) -> AssignmentInstance:
-    """Key groups with load `series` (groups x windows) on contiguous ranges of `n_nodes` nodes. Loads are scaled to
-    `utilization` mean utilization of the staying capacity, or (integer_loads) kept as record counts with the
-    capacities scaled instead (a coarse lattice in the solver's own units)."""
-    rng = np.random.default_rng(seed)
-    groups = len(series)
-    current = (np.arange(groups) * n_nodes // groups).astype(np.int64)
-    capacity = np.array([capacities[i % len(capacities)] for i in range(n_nodes)], dtype=np.float64)
-    draining_mask = np.zeros(n_nodes, dtype=bool)
-    if draining:
-        draining_mask[rng.choice(n_nodes, size=draining, replace=False)] = True
-    total = max(series.mean(axis=1).sum(), 1e-300)
-    factor = utilization * capacity[~draining_mask].sum() / total
-    if integer_loads:
-        capacity = capacity / factor
-        scaled = series.astype(np.float64)
-    else:
-        scaled = series * factor
-    load = scaled.mean(axis=1)
-    state = np.round(load * rng.lognormal(0.0, 0.5, size=groups) + 1.0, 3)
-    pinned = rng.random(groups) < pinned_share
-    if pin_hottest:
-        pinned[int(np.argmax(load))] = True
-    return AssignmentInstance(
-        node_ids=tuple(f"n{i}" for i in range(n_nodes)),
-        capacity=capacity,
-        draining=draining_mask,
-        unit_ids=tuple(f"kg{k}" for k in range(groups)),
-        current=current,
-        series=np.ascontiguousarray(scaled),
-        state_size=state,
-        pinned=pinned,
-        max_migrations=max_migrations,
-        max_migration_cost=None if cost_share is None else float(cost_share * state.sum()),
-    )
 
 
 def _busiest_day(rows: list[dict[str, str]]) -> list[dict[str, str]]:
