@@ -118,7 +118,7 @@ def packed_plan(
     capacity = inst.capacity
     load = inst.load
     share = 100.0 * load
-    util = np.bincount(start, weights=share, minlength=inst.n_nodes)[: inst.n_nodes] / capacity
+    util = inst.utilization(start)  # (as the plan's distance is computed)
     mean = inst.mean_utilization
     top = min(mean + threshold, inst.utilization_cap())
     floor = mean - threshold
