@@ -39,9 +39,9 @@ CONSTANT_SERIES = (1e-13, 1e-11)
 # Series between the two lines are constant or not depending on where exactly the line is drawn: when several are,
 # the value may lie outside the range of the two lines' (two such series counted as varying and a third not; found by
 # the red team: a 500 "Plan failed validation"). Every line between the two counts the series whose spread is above
-# it as varying: the value of each such line is recomputed (one per series between the lines, added one at a time
-# in the order of their spread), and, up to this many series, that of every choice of them (rounding may reorder
-# series of nearly the same spread; 2**8 at most). A claim matching one is accepted.
+# it as varying. Up to this many series between the lines, the value of every choice of them is recomputed (rounding
+# may reorder series of nearly the same spread; 2**8 at most; each line's own choice is among them); beyond, that of
+# each line (one per series, added one at a time in the order of their spread). A claim matching one is accepted.
 MAX_BETWEEN_LINES = 8
 
 
@@ -70,6 +70,13 @@ def _average_correlations(rows: np.ndarray, constant_below: tuple[float, float])
     if len(between) < 2:  # (none or one: the two lines' values are all there is)
         return values
     sure = norms > high * size
+    if len(between) <= MAX_BETWEEN_LINES:
+        # Every choice of them (the lines' own choices, the rows above each line, are among these).
+        for choice in range(1, 2 ** len(between) - 1):  # (none and all of them: the two lines' values)
+            varying = sure.copy()
+            varying[between[[bool(choice >> b & 1) for b in range(len(between))]]] = True
+            values.append(average(varying))
+        return values
     # Each line between the two: the rows above it, added one at a time from the largest spread down.
     z = centered[sure] / norms[sure, None]
     total, squares = z.sum(axis=0), float(np.einsum("ij,ij->", z, z))
@@ -77,11 +84,6 @@ def _average_correlations(rows: np.ndarray, constant_below: tuple[float, float])
         row = centered[i] / norms[i]
         total, squares = total + row, squares + float(row @ row)
         values.append((float(total @ total) - squares) / 2.0 / pairs)
-    if len(between) <= MAX_BETWEEN_LINES:
-        for choice in range(1, 2 ** len(between) - 1):  # (none and all of them: the two lines' values)
-            varying = sure.copy()
-            varying[between[[bool(choice >> b & 1) for b in range(len(between))]]] = True
-            values.append(average(varying))
     return values
 
 
