@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -173,3 +174,24 @@ def test_any_returned_model_is_accepted_by_the_next_call(
         if max_change is not None and max_change < resolution:
             assert all(abs(body["weights"][cid] - w) <= max_change for cid, w in weights.items() if w > 0)
         model, weights = body["model"], body["weights"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('{"calls": ' + "9" * 5000 + "}", "number out of range"),  # beyond Python's 4,300 digits
+        ('{"a":' * 5000 + "1" + "}" * 5000, "recursion limit exceeded"),
+    ],
+)
+@pytest.mark.parametrize("url", [URL, "/v1/assignment/plan"])
+def test_json_python_will_not_read_is_an_unparseable_body_naming_where(
+    client: TestClient, url: str, body: str, message: str
+) -> None:
+    """Seen (stop 23): the splitter answered these with a 400 whose errors list was empty (the assignment endpoint
+    named the body and the position); both now answer the same problem document."""
+    answer = client.post(url, content=body.encode(), headers={"content-type": "application/json"})
+    assert answer.status_code == 400
+    problem = answer.json()
+    assert problem["type"] == "https://trimtab.dev/problems/unparseable-body"
+    assert problem["errors"][0]["loc"] == ["body"]
+    assert message in problem["errors"][0]["msg"]

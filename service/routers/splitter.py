@@ -14,7 +14,7 @@ import numpy as np
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from schemas.splitter import (
     MODEL_VERSION,
@@ -102,7 +102,17 @@ async def parse_body(request: Request) -> SplitterRequest:
                 body=exc.doc,
             ) from exc
         except Exception as exc:
-            raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
+            # JSON that Python will not read (an integer of more than 4,300 digits, nesting past the recursion
+            # limit): unparseable, said with the position pydantic's parser gives, as the assignment endpoint says
+            # it (not a 400 with an empty errors list).
+            try:
+                from_json(raw)
+                message = str(exc)
+            except Exception as positioned:
+                message = str(positioned)
+            raise RequestValidationError(
+                [{"type": "json_invalid", "loc": ("body",), "msg": message, "input": {}}]
+            ) from exc
     else:
         value = raw  # FastAPI validates the bytes themselves (and rejects them)
     try:
