@@ -41,13 +41,13 @@ import numpy as np
 import xxhash
 
 from bench.milp_skew import cluster
+from bench.milp_skew_best import full_model_polish
 from solvers.baselines import flux, largest_load_first
 from solvers.instance import AssignmentInstance
 from solvers.milp import solve_milp, warm_up
 from solvers.milp.bounds import load_distance_lower_bound
 
 HUNT_BEST = Path(__file__).with_name("milp_skew_hunt_best.json")
-FULL_MOVES = 200_000
 
 
 def _package_folder(name: str) -> str:
@@ -280,25 +280,17 @@ def long_run(
 ) -> tuple[np.ndarray, float, bool, str]:
     """The best plan of long runs, as bench/milp_skew_best.py computes it: milp with relative_gap 0, then CP-SAT on
     the full move model warm-started from it where the model fits. Returns plan, bound, proven, source."""
-    from solvers.milp.cpsat import solve_cpsat
-    from solvers.milp.model import build_move_model
-
     plans = [solve_milp(inst, time_limit_s=seconds, relative_gap=0.0, seed=s) for s in range(seeds)]
     pick = int(np.argmin([inst.load_distance(p.assignment) for p in plans]))
     best, source = plans[pick].assignment, f"milp {seconds:g} s seed {pick}"
     bound = max(load_distance_lower_bound(inst), plans[pick].lower_bound or 0.0)
     proven = plans[pick].status == "optimal"
-    units = np.flatnonzero(inst.movable)
-    if not proven and cpsat_seconds > 0 and int(inst.active.sum()) * len(units) <= FULL_MOVES:
-        model = build_move_model(inst, np.arange(inst.n_nodes), units, best, inst.current)
-        result = solve_cpsat(model, time.perf_counter() + cpsat_seconds, 0.0, 0)
-        if result.chosen is not None:
-            full = model.assignment_of(result.chosen)
-            if inst.within_budget(full) and inst.load_distance(full) < inst.load_distance(best):
-                best, source = full, f"CP-SAT full model {cpsat_seconds:g} s"
-        if result.bound_d is not None:
-            bound = max(bound, result.bound_d)
-        proven = proven or bool(result.proven_optimal)
+    polished = None if proven or cpsat_seconds <= 0 else full_model_polish(inst, best, cpsat_seconds)
+    if polished is not None:
+        full, bound_d, proven = polished
+        if full is not best:
+            best, source = full, f"CP-SAT full model {cpsat_seconds:g} s"
+        bound = bound if bound_d is None else max(bound, bound_d)
     return best, bound, proven, source
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.instance import IntArray
+from solvers.integer_scaling import finite_scale
 from solvers.milp.bounds import common_step
 from solvers.milp.model import BackendResult, MoveModel
 
@@ -49,7 +50,7 @@ def solve_cpsat(
     n_moves = model.n_moves
     into, out_of = model.util_coefficient()
     largest = max(float(np.max(np.abs(model.base_util - model.mean))), model.mean) + float(into.sum())
-    scale = min(INTEGER_RANGE / max(largest, 1e-300), 1e308)  # (finite: utilizations of 1e-300 gave inf)
+    scale = finite_scale(INTEGER_RANGE, largest)  # (finite: utilizations of 1e-300 gave inf)
     into_i = np.rint(into * scale).astype(np.int64)
     out_i = np.rint(out_of * scale).astype(np.int64)
     base_i = np.rint(model.base_util * scale).astype(np.int64)
@@ -92,8 +93,8 @@ def solve_cpsat(
                 # budget, but a plan that uses the budget exactly may be cut off, so nothing is proven.
                 # (its own name: the utilization `scale` above is still needed below, for the rounding and the bound;
                 # capped so that costs of 1e-300 do not make it infinite)
-                cost_scale = min(
-                    1e9 / max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost, 1e-300), 1e308
+                cost_scale = finite_scale(
+                    1e9, max(float(np.abs(model.cost_coef).sum()), inst.max_migration_cost)
                 )
                 coefficients = np.ceil(model.cost_coef[nonzero] * cost_scale).astype(np.int64)
                 room = math.floor(room_real * cost_scale)

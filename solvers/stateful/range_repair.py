@@ -21,6 +21,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.instance import UNPLACED, BoolArray, FloatArray, IntArray
+from solvers.integer_scaling import finite_scale
 from solvers.stateful.cluster import Cluster
 
 MAX_SWAP_ROWS = (
@@ -29,10 +30,6 @@ MAX_SWAP_ROWS = (
 CPSAT_MAX_VARIABLES = 6_000  # units x nodes of the model; beyond it the heuristic plan stands
 SECOND_START_MAX_PAIRS = 20_000  # units x nodes up to which the repair also starts from the current placement
 INTEGER_RANGE = 1e12
-# Scales stay finite: loads, state sizes and budgets of 1e-300 gave INTEGER_RANGE / 1e-300 = inf, and the bounds'
-# floor() an OverflowError (a 500). Every scaled quantity is at most its scale's divisor, so it still scales to at
-# most the range.
-MAX_SCALE = 1e308
 
 
 @dataclass(frozen=True)
@@ -293,13 +290,12 @@ class RangeModel:
         k = len(units)
         y = cluster.y[units]
         m = inst.load[units]
-        load_scale = min(
-            INTEGER_RANGE / max(float(cluster.y.sum()), float(ranges.hi[nodes].max(initial=0.0)), 1e-300),
-            MAX_SCALE,
+        # (finite scales, see solvers.integer_scaling)
+        load_scale = finite_scale(
+            INTEGER_RANGE, max(float(cluster.y.sum()), float(ranges.hi[nodes].max(initial=0.0)))
         )
-        mean_scale = min(
-            INTEGER_RANGE / max(float(inst.load.sum()), float(cluster.cap_load[nodes].max()), 1e-300),
-            MAX_SCALE,
+        mean_scale = finite_scale(
+            INTEGER_RANGE, max(float(inst.load.sum()), float(cluster.cap_load[nodes].max()))
         )
         y_int = np.rint(y * load_scale).astype(np.int64)
         m_int = np.rint(m * mean_scale).astype(np.int64)
@@ -338,7 +334,7 @@ class RangeModel:
             staying = [s for _, s in moved_terms if s is not None]
             cp.add(len(staying) - cp_model.LinearExpr.sum(staying) <= inst.max_migrations - forced)
         if inst.max_migration_cost is not None and moved_terms:
-            cost_scale = min(1e9 / max(float(state.sum()), inst.max_migration_cost, 1e-300), MAX_SCALE)
+            cost_scale = finite_scale(1e9, max(float(state.sum()), inst.max_migration_cost))
             cost_int = np.ceil(state * cost_scale).astype(np.int64)
             forced_cost = sum(int(cost_int[a]) for a, s in moved_terms if s is None)
             pairs = [(s, int(cost_int[a])) for a, s in moved_terms if s is not None]
