@@ -271,11 +271,11 @@ def solve_milp(
         # (e.g. 1,000 nodes x 100,000 key groups of flight counts at its bound, 0.409, in 25 ms; every start and
         # 1-5 s of search ended at 0.488 without it). Not where the full model will run (it finds such plans
         # itself, with a proof): on 10 x 100 snapshots the packing costs 0.2-0.9 ms and never met the bound.
-        packed = LocalSearch(
-            instance, packed_plan(instance, start, bound.threshold, slice_end(START_SHARE)), start
-        )
+        packing = packed_plan(instance, start, bound.threshold, slice_end(START_SHARE))
+        # (a search state, O(units) to set up, only for a plan that differs from the current one: the best already)
+        packed = LocalSearch(instance, packing, start) if (packing != start).any() else None
         # Only a proof ends the call here: a packed plan merely within the gap still gets the starts' descents.
-        if best.offer(packed, "packed bound start"):
+        if packed is not None and best.offer(packed, "packed bound start"):
             done = proven_at(best.key[0])
     for index, (name, make) in enumerate(starts):
         if time.perf_counter() + 3 * setup_s >= deadline or done:
