@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -51,8 +52,9 @@ def held_out_instance(spec: dict[str, Any]) -> AssignmentInstance:
     )
 
 
-def cut_rounds_at(perturbations: int) -> None:
-    """Patch solve._Rounds: the rounds end after `perturbations` perturbations, whatever the clock says."""
+def cut_rounds_at(perturbations: int, patch: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch solve._Rounds: the rounds end after `perturbations` perturbations, whatever the clock says. `patch`
+    sets the attributes (a test passes pytest's monkeypatch.setattr, which undoes them)."""
     run, perturbation_round = solve._Rounds.run, solve._Rounds._perturbation_round
 
     def counted_run(self: solve._Rounds, *args: Any, **kwargs: Any) -> None:
@@ -65,8 +67,8 @@ def cut_rounds_at(perturbations: int) -> None:
             self.deadline = 0.0
         return improved
 
-    solve._Rounds.run = counted_run  # type: ignore[method-assign]
-    solve._Rounds._perturbation_round = counted_round  # type: ignore[method-assign]
+    patch(solve._Rounds, "run", counted_run)
+    patch(solve._Rounds, "_perturbation_round", counted_round)
 
 
 def main() -> None:

@@ -9,9 +9,6 @@ K200 counts 0.41-0.48 and 0.24-0.36."""
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -82,29 +79,12 @@ def test_a_tree_kick_takes_distinct_migrations_up_to_its_size(
     assert set(kicked.tolist()) <= set(migrated.tolist())
 
 
-def _cut_at(perturbations: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The rounds end after `perturbations` perturbations, whatever the clock says (as bench.milp_skew_fixed)."""
-    run, perturbation_round = solve._Rounds.run, solve._Rounds._perturbation_round
-
-    def counted_run(self: solve._Rounds, *args: Any, **kwargs: Any) -> None:
-        self.deadline = time.perf_counter() + 1e6
-        run(self, *args, **kwargs)
-
-    def counted_round(self: solve._Rounds, rng: np.random.Generator) -> bool:
-        improved = perturbation_round(self, rng)
-        if self.perturbations >= perturbations:
-            self.deadline = 0.0
-        return improved
-
-    monkeypatch.setattr(solve._Rounds, "run", counted_run)
-    monkeypatch.setattr(solve._Rounds, "_perturbation_round", counted_round)
-
-
 def test_tree_kicks_find_the_plans_random_kicks_miss(monkeypatch: pytest.MonkeyPatch) -> None:
     hunt = pytest.importorskip("bench.milp_skew_hunt")
+    fixed = pytest.importorskip("bench.milp_skew_fixed")
     name = "carrier-dest-hour 4096kg 64n K100 counts"
     inst = hunt.hunt()[name](lambda key: hunt.loads_by_name()[key]())
-    _cut_at(300, monkeypatch)
+    fixed.cut_rounds_at(300, monkeypatch.setattr)  # (undone after the test)
     plan = solve.solve_milp(inst, time_limit_s=1.0, seed=0)
     assert inst.within_budget(plan.assignment)
     # random kicks: 0.103-0.134 over 8 seeds; tree kicks 0.049-0.075
