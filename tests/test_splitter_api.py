@@ -285,7 +285,13 @@ def test_body_is_parsed_like_a_declared_body_parameter(
         mine, theirs = ours.json(), reference.json()
         mine.pop("instance", None)
         theirs.pop("instance", None)
-        assert mine == theirs
+        if theirs["title"] == "There was an error parsing the body":
+            # Where FastAPI gives up with a bare 400 and no errors (bytes Python will not decode or read), the
+            # route says what the assignment endpoint says: the unparseable-body problem with the position.
+            assert mine["type"] == "https://trimtab.dev/problems/unparseable-body"
+            assert mine["errors"][0]["loc"] == ["body"] and " at line " in mine["errors"][0]["msg"]
+        else:
+            assert mine == theirs
 
 
 def test_small_calls_run_on_the_event_loop_and_large_ones_on_a_thread(
