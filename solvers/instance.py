@@ -19,6 +19,9 @@ BoolArray = npt.NDArray[np.bool_]
 
 PlanStatus = Literal["optimal", "feasible", "unchanged"]
 UNPLACED = -1
+# The most nodes a plan may have (schemas.assignment.MAX_NODES, the service's cap; solvers cannot import it): a
+# scaling decision (ELB's parallelism, ALBIC's scale-out) asking for more is refused, never built.
+MAX_NODES = 10_000
 
 
 @dataclass(frozen=True)

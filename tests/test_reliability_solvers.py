@@ -174,3 +174,12 @@ def test_validator_recomputes_correlation_beyond_400_staying_nodes() -> None:
     }
     response = solve_and_check("largest-load-first", body)
     assert response["after"]["avg_load_correlation"] is not None
+
+
+def test_the_solvers_node_cap_is_the_services() -> None:
+    """ELB's parallelism and ALBIC's scale-out are refused above solvers.instance.MAX_NODES, a copy of the schema's
+    cap (solvers import nothing from the service's side): the two must agree."""
+    from schemas.assignment import MAX_NODES as SCHEMA_MAX_NODES
+    from solvers.instance import MAX_NODES
+
+    assert MAX_NODES == SCHEMA_MAX_NODES

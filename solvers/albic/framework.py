@@ -23,15 +23,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solvers.errors import UnsolvableRequest
-from solvers.instance import AddedNode, AssignmentInstance, IntArray, Plan
+from solvers.instance import MAX_NODES, AddedNode, AssignmentInstance, IntArray, Plan
 from solvers.metrics import load_index
 
 Allocate = Callable[[AssignmentInstance, float], Plan]
 FIRST_PLAN_SHARE = 0.4  # of the time limit, for the potential plan; the re-plan gets the rest
-# The most staying nodes a scaling decision may ask for (schemas.assignment.MAX_NODES, as ELB's parallelism): a
-# target utilization of 1e-300 % asked for 1e302 nodes (their ids generated one by one until the worker's memory
-# ran out), one of 5e-324 % for round(inf) (an OverflowError).
-MAX_NODES = 10_000
+# A scaling decision asks for at most solvers.instance.MAX_NODES staying nodes: a target utilization of 1e-300 %
+# asked for 1e302 nodes (their ids generated one by one until the worker's memory ran out), one of 5e-324 % for
+# round(inf) (an OverflowError).
 TARGET_LOC = ("body", "algorithm", "target_utilization")
 
 

@@ -50,7 +50,7 @@ from typing import Literal
 import numpy as np
 
 from solvers.errors import UnsolvableRequest
-from solvers.instance import UNPLACED, AddedNode, AssignmentInstance, FloatArray, IntArray, Plan
+from solvers.instance import MAX_NODES, UNPLACED, AddedNode, AssignmentInstance, FloatArray, IntArray, Plan
 from solvers.stateful.cluster import Cluster
 from solvers.stateful.range_repair import (
     CPSAT_MAX_VARIABLES,
@@ -63,7 +63,7 @@ from solvers.stateful.range_repair import (
 )
 
 PI_ROUNDING = 1e-9
-MAX_PARALLELISM = 10_000  # schemas.assignment.MAX_NODES: the service passes its own node cap
+MAX_PARALLELISM = MAX_NODES  # the service passes its own node cap
 RANGE_LOC = ("body", "algorithm", "lower")
 MAX_RANGE = 1e250  # an explicit [lower, upper] is capped here (see elb)
 ElbVariant = Literal["paper", "improved"]
