@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.milp_skew import BEST_KNOWN
+from bench.milp_skew import BEST_KNOWN, target_of
 
 CHILD = """
 import json, re, sys
@@ -87,7 +87,7 @@ def main() -> None:
     )
     for name in names:
         best = best_known[name]["load_distance"]
-        target = max(best * 1.1, best + 0.05)
+        target = target_of(best)
         for label, _ in trees:
             distances = np.array([x for x, _ in results[(name, label)]])
             perturbations = np.array([n for _, n in results[(name, label)]])

@@ -42,6 +42,11 @@ def plan_of(inst: AssignmentInstance, entry: dict[str, Any]) -> np.ndarray | Non
     return plan
 
 
+def moves_of(inst: AssignmentInstance, plan: np.ndarray) -> dict[str, int]:
+    """A plan as the json keeps it (`plan_of`'s inverse): key-group index -> node, for the units it moves."""
+    return {str(k): int(plan[k]) for k in np.flatnonzero(plan != inst.current).tolist()}
+
+
 def full_model_polish(
     inst: AssignmentInstance, best: np.ndarray, seconds: float
 ) -> tuple[np.ndarray, float | None, bool] | None:
@@ -98,7 +103,7 @@ def main() -> None:
                 best, source = full, f"CP-SAT full model {args.cpsat_seconds:g} s, warm-started"
             bound = bound if bound_d is None else max(bound, bound_d)
         entry = {
-            "moves": {str(k): int(best[k]) for k in np.flatnonzero(best != inst.current).tolist()},
+            "moves": moves_of(inst, best),
             "load_distance": round(inst.load_distance(best), 6),
             "bound": round(min(bound, inst.load_distance(best)), 6),
             "proven_optimal": proven,

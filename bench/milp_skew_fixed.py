@@ -27,6 +27,7 @@ from bench.milp_skew import (
     flight_key_counts,
     key_group_loads,
     skew_cluster,
+    target_of,
     zipf_key_loads,
 )
 from bench.milp_skew_heldout import HELD_OUT
@@ -89,7 +90,7 @@ def main() -> None:
         inst = family()[args.only]()
         known = json.loads(BEST_KNOWN.read_text()).get(args.only)
         best = None if known is None else float(known["load_distance"])
-        target = None if best is None else max(1.1 * best, best + 0.05)  # as bench.milp_skew's target
+        target = None if best is None else target_of(best)
     cut_rounds_at(args.perturbations)
     first, last = (int(x) for x in args.seeds.split("-"))
     distances = np.array(

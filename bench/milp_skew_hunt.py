@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.milp_skew import cluster, flights_csv, key_groups, package_folder
-from bench.milp_skew_best import full_model_polish
+from bench.milp_skew import cluster, flights_csv, key_groups, package_folder, target_of
+from bench.milp_skew_best import full_model_polish, moves_of
 from solvers.baselines import flux, largest_load_first
 from solvers.instance import AssignmentInstance
 from solvers.milp import solve_milp, warm_up
@@ -282,10 +282,6 @@ def long_run(
     return best, bound, proven, source
 
 
-def target_of(best: float) -> float:
-    return max(best * 1.1, best + 0.05)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default="", help="substrings of names, separated by |")
@@ -358,7 +354,7 @@ def main() -> None:
                 "source": source,
                 "seconds": round(time.perf_counter() - t0, 1),
                 "load_average": round(os.getloadavg()[0], 2),
-                "moves": {str(k): int(best_plan[k]) for k in np.flatnonzero(best_plan != inst.current)},
+                "moves": moves_of(inst, best_plan),
             }
             if entry is None or new["load_distance"] <= entry["load_distance"]:
                 entry = new
@@ -373,7 +369,7 @@ def main() -> None:
                 entry.update(
                     load_distance=r["d"],
                     source=f"milp {args.time_limit:g} s seed {r['seed']}",
-                    moves={str(k): int(r["plan"][k]) for k in np.flatnonzero(r["plan"] != inst.current)},
+                    moves=moves_of(inst, r["plan"]),
                 )
             else:
                 entry.update(load_distance=best_d, source="flux or llf", moves={})
