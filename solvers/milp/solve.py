@@ -249,8 +249,8 @@ def solve_milp(
         return search
 
     # Starts, each followed by the descent within its share of the time left: largest-load-first and Flux (fast,
-    # budget-aware, capped), the plan built from the bound's threshold, and the current plan. A start that meets the
-    # bound ends the call.
+    # budget-aware, capped), the largest-load-first baseline's own plan, the plan built from the bound's threshold,
+    # and the current plan. A start that meets the bound ends the call.
     def baseline(solver: Callable[[AssignmentInstance, float], Plan]) -> Callable[[], LocalSearch]:
         # A baseline algorithm of the service itself, as it answers on its own (within its share of the time): its
         # plan is a start, so the answer is never worse than that baseline's once its descent has run. The search's
