@@ -186,10 +186,7 @@ def solve_milp(
     notes: list[str] = []
     start = instance.current.copy()
     if (start == UNPLACED).any():
-        node_load = np.bincount(
-            start[start >= 0], weights=instance.load[start >= 0], minlength=instance.n_nodes
-        )
-        baselines.place_unplaced(instance, start, node_load)
+        baselines.place_unplaced(instance, start, baselines.placed_node_load(instance, start))
     # The bisection first to a thousandth of its threshold: most small calls end with a start whose own distance
     # the bound's tests rule out below (one test); the bound is refined to full precision only when they do not.
     bound = lower_bound(instance, started + 0.25 * (deadline - started), COARSE_BISECTION)
@@ -268,7 +265,23 @@ def solve_milp(
 
         return make
 
-    starts: list[tuple[str, Callable[[], LocalSearch]]] = [
+    def drained() -> LocalSearch:
+        # Without a budget every unit may leave the draining nodes at once: they go largest first onto the least
+        # utilized staying node with room (the LPT of units without a node, one heap), then the descent. Every other
+        # start moves them one step at a time: at 4,000 nodes (2,000 draining, holding all 100,000 units) none had
+        # moved them within 2 s (the staying nodes all empty: 29-55 points, where largest-load-first drains to 0.26).
+        assignment = start.copy()
+        assignment[instance.movable & instance.draining[assignment]] = UNPLACED
+        try:
+            baselines.place_unplaced(instance, assignment, baselines.placed_node_load(instance, assignment))
+        except UnsolvableRequest:  # no room for some unit on the staying nodes: the other starts
+            return LocalSearch(instance, start, start)
+        return LocalSearch(instance, assignment, start)
+
+    unbudgeted = instance.max_migrations is None and instance.max_migration_cost is None
+    must_leave = unbudgeted and bool((instance.movable & instance.draining[start]).any())
+    starts: list[tuple[str, Callable[[], LocalSearch]]] = [("drained start", drained)] if must_leave else []
+    starts += [
         # Flux aimed at the bound's threshold: pairs already within it spend no migrations (plain Flux spends the
         # budget on nodes near the mean, where it buys nothing); first, as the plan most often best after its
         # descent on real skew at scale.
