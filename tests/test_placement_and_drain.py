@@ -61,3 +61,22 @@ def test_without_a_budget_milp_empties_the_draining_nodes(n: int, u: int) -> Non
     assert not instance.draining[plan.assignment].any()
     other = baselines.largest_load_first(instance).assignment
     assert instance.load_distance(plan.assignment) <= instance.load_distance(other)
+
+
+def test_the_validator_holds_an_initial_placement_to_the_solvers_cap() -> None:
+    # Nothing on any node before: a node may end at 100 % or the mean utilization, not at 587 % (the plan above).
+    from schemas.assignment import AssignmentRequest
+    from service.adapters import plan_answer, to_instance
+    from solvers.instance import Plan
+    from solvers.plan_check import check_plan
+
+    body = {
+        "nodes": [{"id": f"n{i}"} for i in range(4)],
+        "units": [{"id": f"u{k}", "load": 30.0} for k in range(8)],
+    }
+    instance = to_instance(AssignmentRequest.model_validate(body))
+    spread = Plan(assignment=np.array([0, 1, 2, 3, 0, 1, 2, 3]), status="feasible")
+    piled = Plan(assignment=np.array([0, 0, 0, 0, 1, 2, 3, 3]), status="feasible")  # n0 at 120 %: over 100 %
+    assert check_plan(body, plan_answer(instance, spread, "flux", 0.0)) == []
+    problems = check_plan(body, plan_answer(instance, piled, "flux", 0.0))
+    assert any("n0" in p and "over 100.000%" in p for p in problems), problems
