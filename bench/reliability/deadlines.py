@@ -43,7 +43,6 @@ SHAPES = {
     # drain, milp's starts; 7.7-10 s past a 0.2 s limit before 29 Nov).
     "draining": (10_000, 250_000, 1),
 }
-DRAINING_SHAPES = {"draining"}
 
 
 def body_for(shape: str, algorithm: str, time_limit_s: float, seed: int = 0) -> bytes:
@@ -60,9 +59,7 @@ def body_for(shape: str, algorithm: str, time_limit_s: float, seed: int = 0) -> 
     ]
     body = {
         "nodes": [
-            {"id": f"n{i}", "draining": True}
-            if shape in DRAINING_SHAPES and i < n_nodes // 2
-            else {"id": f"n{i}"}
+            {"id": f"n{i}", "draining": True} if shape == "draining" and i < n_nodes // 2 else {"id": f"n{i}"}
             for i in range(n_nodes)
         ],
         "units": units,

@@ -248,22 +248,25 @@ def solve_milp(
     # Starts, each followed by the descent within its share of the time left: largest-load-first and Flux (fast,
     # budget-aware, capped), the largest-load-first baseline's own plan, the plan built from the bound's threshold,
     # and the current plan. A start that meets the bound ends the call.
-    def baseline(solver: Callable[[AssignmentInstance, float], Plan]) -> Callable[[], LocalSearch]:
-        # A baseline algorithm of the service itself, as it answers on its own (within its share of the time): its
-        # plan is a start, so the answer is never worse than that baseline's once its descent has run. The search's
-        # own largest-load-first (`shaved`) is budget-aware and fast at scale but not the same walk: on a snapshot
-        # whose hot unit sits beside pinned load (150 nodes, 6,000 Zipf units, mixed capacities, no budget) it ended
-        # at 1.32 points where no step of the descent helps, while the baseline's plan was 0.86 and its descent 0.32.
-        def make() -> LocalSearch:
-            try:
-                plan = solver(instance, max(0.0, slice_end(START_SHARE) - time.perf_counter()))
-            except UnsolvableRequest:
-                return LocalSearch(instance, start, start)
-            if not instance.within_budget(plan.assignment) or (plan.assignment >= instance.n_nodes).any():
-                return LocalSearch(instance, start, start)
-            return LocalSearch(instance, plan.assignment, start)
+    def current_plan() -> LocalSearch:
+        return LocalSearch(instance, start, start)
 
-        return make
+    def baseline_llf() -> LocalSearch:
+        # The `largest-load-first` baseline as the service answers with it alone (within this start's share of the
+        # time): its plan is a start, so the answer is never worse than that baseline's once its descent has run.
+        # The search's own largest-load-first (`shaved`) is budget-aware and fast at scale but not the same walk: on
+        # a snapshot whose hot unit sits beside pinned load (150 nodes, 6,000 Zipf units, mixed capacities, no
+        # budget) it ended at 1.32 points where no step of the descent helps, while the baseline's plan was 0.86 and
+        # its descent 0.32.
+        try:
+            plan = baselines.largest_load_first(
+                instance, max(0.0, slice_end(START_SHARE) - time.perf_counter())
+            )
+        except UnsolvableRequest:
+            return current_plan()
+        if not instance.within_budget(plan.assignment) or (plan.assignment >= instance.n_nodes).any():
+            return current_plan()
+        return LocalSearch(instance, plan.assignment, start)
 
     def drained() -> LocalSearch:
         # Without a budget every unit may leave the draining nodes at once: they go largest first onto the least
@@ -275,7 +278,7 @@ def solve_milp(
         try:
             baselines.place_unplaced(instance, assignment, baselines.placed_node_load(instance, assignment))
         except UnsolvableRequest:  # no room for some unit on the staying nodes: the other starts
-            return LocalSearch(instance, start, start)
+            return current_plan()
         return LocalSearch(instance, assignment, start)
 
     unbudgeted = instance.max_migrations is None and instance.max_migration_cost is None
@@ -287,12 +290,12 @@ def solve_milp(
         # descent on real skew at scale.
         ("flux start", paired(lambda: bound.threshold, FIRST_SHARE)),
         ("largest-load-first start", shaved),
-        ("largest-load-first baseline start", baseline(baselines.largest_load_first)),
+        ("largest-load-first baseline start", baseline_llf),
         ("bound-built start", bound_built),
         # Flux aimed between the bound and the best plan so far: when the bound is loose, nodes within that
         # need no move either.
         ("aimed flux start", paired(lambda: 0.5 * (bound.threshold + best.key[0]))),
-        ("current plan", lambda: LocalSearch(instance, start, start)),
+        ("current plan", current_plan),
     ]
     setup = time.perf_counter()
     best = _Best(LocalSearch(instance, start, start), "current plan")  # the answer if time is out already
