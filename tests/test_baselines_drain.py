@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schemas.common import MAX_QUANTITY
 from solvers import baselines
 from solvers.baselines import BudgetTracker, Deadline, _drain, _start
 from solvers.instance import AssignmentInstance
@@ -51,12 +52,16 @@ def _plain_walk(
 def _snapshots(draw: st.DrawFn) -> AssignmentInstance:
     n = draw(st.integers(2, 12))
     u = draw(st.integers(1, 60))
-    tie_heavy = draw(st.booleans())
-    load_values = (
-        st.sampled_from([0.0, 1.0, 2.0, 5.0]) if tie_heavy else st.floats(0.0, 80.0, allow_nan=False)
-    )
+    kind = draw(st.sampled_from(["ties", "floats", "extremes"]))
+    load_values = {
+        "ties": st.sampled_from([0.0, 1.0, 2.0, 5.0]),
+        "floats": st.floats(0.0, 80.0, allow_nan=False),
+        # huge and tiny values, up to the schema's cap on every quantity (MAX_QUANTITY), beside ordinary ones
+        "extremes": st.sampled_from([0.0, 5e-324, 1e-300, 1e-9, 1.0, 3.0, 1e9, 1e14, MAX_QUANTITY]),
+    }[kind]
     loads = draw(st.lists(load_values, min_size=u, max_size=u))
-    capacity = draw(st.lists(st.sampled_from([50.0, 100.0, 200.0, 400.0]), min_size=n, max_size=n))
+    capacities = [50.0, 100.0, 200.0, 400.0] + ([1e-6, 1e12, MAX_QUANTITY] if kind == "extremes" else [])
+    capacity = draw(st.lists(st.sampled_from(capacities), min_size=n, max_size=n))
     draining = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     if all(draining):
         draining[0] = False
@@ -87,7 +92,8 @@ def _snapshots(draw: st.DrawFn) -> AssignmentInstance:
 @settings(max_examples=300, deadline=None)
 @given(_snapshots())
 def test_the_drain_makes_the_moves_of_the_plain_walk(instance: AssignmentInstance) -> None:
-    # ties (equal loads and capacities), resource rooms that turn the least utilized node away, count and cost budgets
+    # ties (equal loads and capacities), huge and tiny loads and capacities, resource rooms that turn the least
+    # utilized node away, count and cost budgets
     mine, theirs = _start(instance), _start(instance)
     cap = instance.utilization_cap()
     _drain(instance, *mine, cap)

@@ -6,7 +6,12 @@ no budget. milp at 1 s answered 1.13 points where `largest-load-first` answers 0
 largest-load-first (`shave`) left the hot unit on the 4x node with the most pinned load (1.32 points) where no step
 of the descent helps, and the baseline's plan was never a start. At 2 s milp stopped at 0.54 points, "within 0.22
 points of the bound" (0.32): the residual gap, a thousandth of the current plan's distance (220 points here), let it
-stop there."""
+stop there.
+
+Later (seeds 5000-5299 of the campaign): 150 nodes (16 draining), 750 units over 3 windows, two hot units each
+larger than ten nodes, no budget. milp stopped after its first start at 1,045.946 points, within relative_gap
+(0.1 %, a whole point here) of the bound 1,045.740, which flux and largest-load-first both reach: a plan within the
+gap is final only once it is no worse than the baselines' own plans."""
 
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ def test_the_snapshot_seen_is_the_one_described() -> None:
     assert inst.load_distance(largest_load_first(inst).assignment) == pytest.approx(0.862, abs=1e-3)
 
 
-@pytest.mark.parametrize("seed", [66, 146])
+@pytest.mark.parametrize("seed", [66, 146, 5203])
 def test_milp_is_never_worse_than_a_baseline_within_the_budget(seed: int) -> None:
     inst = snapshot(seed)
     plan = solve_milp(inst, time_limit_s=1.0)

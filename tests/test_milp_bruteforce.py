@@ -25,7 +25,8 @@ INSTANCES = 240  # about a minute on a loaded 2-core machine
 
 def brute_force(instance: AssignmentInstance) -> tuple[float, np.ndarray]:
     """(optimal load distance, an optimal assignment) over every assignment the MILP may choose: pinned units stay,
-    nothing arrives on a draining node (staying there is fine: a unit may also go back to its draining node), the
+    nothing arrives on a draining node (staying there is fine under a budget: a unit may also go back to its
+    draining node; without one every unit leaves, where the staying nodes have room for all), the
     budget counts units that leave their node (placing a unit without a node is free), and no node that receives
     a unit ends above the utilization cap."""
     n, u = instance.n_nodes, instance.n_units
@@ -46,6 +47,12 @@ def brute_force(instance: AssignmentInstance) -> tuple[float, np.ndarray]:
     rows, cols = np.nonzero(changed)
     receives[rows, grid[rows, cols]] = True
     ok &= ~(receives & (util > instance.utilization_cap() * (1 + 1e-12))).any(axis=1)
+    # Without a budget every movable unit leaves a draining node (CONTRACT.md: "as the budget allows"), where the
+    # staying nodes can take them all; where they cannot, some may stay.
+    if instance.max_migrations is None and instance.max_migration_cost is None:
+        drained = ~(instance.draining[grid] & instance.movable).any(axis=1)
+        if (ok & drained).any():
+            ok &= drained
     distance = np.where(ok, np.abs(util[:, instance.active] - instance.mean_utilization).max(axis=1), np.inf)
     best = int(np.argmin(distance))
     return float(distance[best]), grid[best]
@@ -54,7 +61,7 @@ def brute_force(instance: AssignmentInstance) -> tuple[float, np.ndarray]:
 def brute_force_optimum(instance: AssignmentInstance) -> tuple[float, float]:
     """(optimal load distance, load distance of the current assignment)."""
     optimum, _ = brute_force(instance)
-    assert np.isfinite(optimum)  # the current assignment is always allowed
+    assert np.isfinite(optimum)  # the current assignment is always allowed, or else a drained one
     return optimum, instance.load_distance(instance.current)
 
 
