@@ -49,6 +49,7 @@ TWIN_MIGRATIONS = 64  # migrations tried for a cheaper twin per step at most
 FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair: the least utilized
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 PAIR_UNITS = 12  # units of two nodes re-partitioned exactly by pair_balance (2^12 splits), the largest
+PAIR_SPLITS = 20_000  # re-partitions of one pair_balance call at most
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
 # units_on by the kernels' scan of the assignment (~1 ns a unit) up to this many units, the index beyond
 UNITS_SCANNED = 65_536
@@ -1779,13 +1780,15 @@ class LocalSearch:
         units without a budget ended at 0.99 points after 1 s of the other starts and the full model, at 0.29 after
         20 s; this start reaches 0.23 in 43 ms. Terminates: each re-partition lowers the pair's larger deviation and
         leaves every other node as it was, so the sorted deviations fall lexicographically (finitely many plans);
-        the deadline caps it besides. Not under resource caps (the splits are not checked against them)."""
+        the deadline and PAIR_SPLITS cap it besides (in floating point a split's gain is exact only to the rounding
+        of the utilizations: the tolerance grows with their magnitude, and the cap holds whatever the rounding). Not
+        under resource caps (the splits are not checked against them)."""
         if self.resources.has_resources:
             return 0
         mean, share = self.mean, self.share
         movable = _indices(self.movable)
         splits = 0
-        while time.perf_counter() < deadline:
+        while time.perf_counter() < deadline and splits < PAIR_SPLITS:
             before = splits
             order = self.active_nodes[np.argsort(-np.abs(self.util[self.active_nodes] - mean), kind="stable")]
             members = {node: movable[self.assignment[movable] == node] for node in order.tolist()}
@@ -1793,6 +1796,8 @@ class LocalSearch:
                 if time.perf_counter() > deadline:
                     break
                 for y in order[first + 1 :].tolist():
+                    if splits >= PAIR_SPLITS:
+                        break
                     now = max(abs(self.util[x] - mean), abs(self.util[y] - mean))
                     if now <= TOLERANCE:
                         break  # (the partners come by deviation: none further off)
@@ -1825,9 +1830,11 @@ class LocalSearch:
         util_x = rest_x + (float(sizes.sum()) - to_y) / capacity[x]
         util_y = rest_y + to_y / capacity[y]
         worst = np.maximum(np.abs(util_x - mean), np.abs(util_y - mean))
+        # a gain beyond the rounding of utilizations this large (a split and its reverse never both look better)
+        tolerance = TOLERANCE * max(1.0, abs(mean), abs(self.util[x]), abs(self.util[y]))
         # (a node above the cap may keep or lower its load, as everywhere)
         ok = (
-            (worst < now - TOLERANCE)
+            (worst < now - tolerance)
             & ((util_x <= self.cap_limit) | (util_x <= self.util[x]))
             & ((util_y <= self.cap_limit) | (util_y <= self.util[y]))
         )
