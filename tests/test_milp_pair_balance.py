@@ -19,7 +19,9 @@ from solvers.milp.solve import pair_start_pays, solve_milp
 
 
 @pytest.mark.parametrize(("seed", "at_most"), [(3094, 0.4), (2044, 0.12)])
-def test_number_partitioning_at_one_second_is_near_what_twenty_seconds_found(seed: int, at_most: float) -> None:
+def test_number_partitioning_at_one_second_is_near_what_twenty_seconds_found(
+    seed: int, at_most: float
+) -> None:
     instance = snapshot(seed)
     assert pair_start_pays(instance)
     plan = solve_milp(instance, time_limit_s=1.0)
