@@ -243,10 +243,18 @@ def solve_milp(
     packed: LocalSearch | None = None  # the packed plan (built before the starts), when not proven at once
 
     def bound_built() -> LocalSearch:
-        # The better of the two plans built from the bound's threshold (see solvers.milp.starts).
+        # The best of the plans built from the bound's threshold (see solvers.milp.starts): under a cost budget
+        # also the one that sheds the cheapest load first.
         search = LocalSearch(
             instance, bound_plan(instance, start, bound.threshold, slice_end(START_SHARE)), start
         )
+        if instance.max_migration_cost is not None:
+            cheapest = bound_plan(
+                instance, start, bound.threshold, slice_end(START_SHARE), cheapest_first=True
+            )
+            cheapest_search = LocalSearch(instance, cheapest, start)
+            if cheapest_search.key() < search.key():
+                search = cheapest_search
         if packed is not None and packed.key() < search.key():
             return LocalSearch(instance, packed.assignment, start)
         return search

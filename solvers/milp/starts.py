@@ -23,10 +23,21 @@ MAX_FILL_TRIES = 8
 
 
 def bound_plan(
-    instance: AssignmentInstance, start: IntArray, threshold: float, deadline: float = np.inf
+    instance: AssignmentInstance,
+    start: IntArray,
+    threshold: float,
+    deadline: float = np.inf,
+    cheapest_first: bool = False,
 ) -> IntArray:
     """`start`: every unit placed (the current plan with first placements done); the budget counts from
-    instance.current, as everywhere. At `deadline` (time.perf_counter()) the plan built so far is returned."""
+    instance.current, as everywhere. At `deadline` (time.perf_counter()) the plan built so far is returned.
+
+    `cheapest_first` (for cost budgets): each node sheds its units of least state per load first, and the shed
+    units go in that order too, the cover the bound's min-cost test describes: the budget buys the most load where
+    it is cheapest. A node already within the target sheds no more. Measured (bench.milp_campaign seed 6092: 80
+    nodes x 6,000 units of at most 0.4 load placed skewed, one node at 461 %, a cost budget of 2 % of the state):
+    300.56 points in 3 ms, 300.43 after 0.3 s of descent (bound 300.32), where the largest-first plan is 429 and
+    milp answered 409 at 1 s and 317 at 5 s."""
     inst = instance
     assignment = start.copy()
     capacity = inst.capacity
@@ -34,16 +45,28 @@ def bound_plan(
     util = np.bincount(assignment, weights=share, minlength=inst.n_nodes) / capacity
     target = inst.mean_utilization + threshold
     movable = np.flatnonzero(inst.movable)
-    # Per node, its movable units largest first; a unit is shed while the larger ones before it leave the node
-    # above the target (a draining node's target is zero: it sheds everything).
-    order = movable[np.lexsort((-inst.load[movable], assignment[movable]))]
+    if cheapest_first:
+        movable = movable[inst.load[movable] > 0.0]  # (a unit without load sheds nothing)
+        price = inst.state_size[movable] / inst.load[movable]
+        rank = np.empty(inst.n_units)
+        rank[movable] = price
+        # Per node, its movable units cheapest per load first; a unit is shed while those before it leave the node
+        # above the target (a draining node's target is zero: it sheds everything).
+        order = movable[np.lexsort((price, assignment[movable]))]
+    else:
+        # Per node, its movable units largest first; a unit is shed while the larger ones before it leave the node
+        # above the target (a draining node's target is zero: it sheds everything).
+        order = movable[np.lexsort((-inst.load[movable], assignment[movable]))]
     nodes = assignment[order]
     ahead = np.cumsum(share[order]) - share[order]
     first = np.searchsorted(nodes, nodes, side="left")
-    shed_before = ahead - ahead[first]  # points of the node's larger units (before capacity)
+    shed_before = ahead - ahead[first]  # points of the node's units before it (before capacity)
     node_target = np.where(inst.active[nodes], target, -np.inf)
     shed = order[util[nodes] - shed_before / capacity[nodes] > node_target + 1e-12]
-    shed = shed[np.argsort(-inst.load[shed], kind="stable")]
+    if cheapest_first:
+        shed = shed[np.argsort(rank[shed], kind="stable")]
+    else:
+        shed = shed[np.argsort(-inst.load[shed], kind="stable")]
 
     budget = BudgetTracker(inst)
     budget.track(assignment)
@@ -54,6 +77,8 @@ def bound_plan(
         if budget.exhausted or (step % 256 == 255 and time.perf_counter() > deadline):
             break
         source = int(assignment[unit])
+        if cheapest_first and inst.active[source] and util[source] <= target + 1e-12:
+            continue
         skipped = []
         dest = -1
         while heap:
