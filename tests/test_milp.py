@@ -252,7 +252,15 @@ def test_terminates_with_a_valid_plan_on_tie_heavy_loads(
     arrived = (plan.assignment != inst.current) & inst.draining[plan.assignment]
     assert not arrived.any()
     d = inst.load_distance(plan.assignment)
-    assert d <= inst.load_distance(inst.current) + 1e-9
+    if budget is None and bool((inst.movable & inst.draining[inst.current]).any()):
+        # Without a budget every unit leaves the draining node (CONTRACT.md: as the budget allows), whatever that
+        # costs in balance (a unit of 1e6 on it: 200,000 points before, 800,000 after): no worse than the baseline
+        # that drains it too, and no more units left there.
+        other = largest_load_first(inst).assignment
+        assert inst.draining[plan.assignment].sum() <= inst.draining[other].sum()
+        assert d <= inst.load_distance(other) + 1e-9 * max(1.0, d)
+    else:
+        assert d <= inst.load_distance(inst.current) + 1e-9
     assert plan.lower_bound is not None and plan.lower_bound <= d + 1e-9
 
 
