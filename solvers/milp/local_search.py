@@ -1786,12 +1786,10 @@ class LocalSearch:
         if self.resources.has_resources:
             return 0
         mean, share = self.mean, self.share
-        movable = _indices(self.movable)
         splits = 0
         while time.perf_counter() < deadline and splits < PAIR_SPLITS:
             before = splits
             order = self.active_nodes[np.argsort(-np.abs(self.util[self.active_nodes] - mean), kind="stable")]
-            members = {node: movable[self.assignment[movable] == node] for node in order.tolist()}
             for first, x in enumerate(order.tolist()):
                 if time.perf_counter() > deadline:
                     break
@@ -1801,7 +1799,7 @@ class LocalSearch:
                     now = max(abs(self.util[x] - mean), abs(self.util[y] - mean))
                     if now <= TOLERANCE:
                         break  # (the partners come by deviation: none further off)
-                    units = np.concatenate((members[x], members[y]))
+                    units = np.concatenate((self.units_on(x), self.units_on(y)))
                     if len(units) > PAIR_UNITS:
                         units = units[np.argsort(-share[units], kind="stable")[:PAIR_UNITS]]
                     if not len(units):
@@ -1810,8 +1808,6 @@ class LocalSearch:
                     if split is None:
                         continue
                     self.apply([(unit, dest) for unit, dest in split if self.assignment[unit] != dest])
-                    members[x] = movable[self.assignment[movable] == x]
-                    members[y] = movable[self.assignment[movable] == y]
                     splits += 1
             if splits == before:
                 break
