@@ -122,11 +122,9 @@ def snapshot_answer(instance: AssignmentInstance) -> list[object]:
     )
     # The perturbation rounds, without their clock: seeded kicks, band repair, descent.
     rng = np.random.default_rng(7)
-    start = instance.current.copy()  # as solve_milp's: units without a node placed first (free)
-    if (start == UNPLACED).any():
-        placed = start >= 0
-        node_load = np.bincount(start[placed], weights=instance.load[placed], minlength=instance.n_nodes)
-        solve_module.baselines.place_unplaced(instance, start, node_load)
+    start = solve_module.baselines.placed_start(
+        instance
+    )  # as solve_milp's: units without a node placed (free)
     base = LocalSearch(instance, plan.assignment, start)
     for repair in range(3):
         migrated = np.flatnonzero(base.migrated_mask())

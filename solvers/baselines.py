@@ -162,6 +162,15 @@ def placed_node_load(instance: AssignmentInstance, assignment: IntArray) -> np.n
     )
 
 
+def placed_start(instance: AssignmentInstance) -> IntArray:
+    """The current placement with every unit without a node placed (`place_unplaced`: largest first onto the least
+    utilized staying node with room): what every plan starts from. UnsolvableRequest when one fits nowhere."""
+    start = instance.current.copy()
+    if (start == UNPLACED).any():
+        place_unplaced(instance, start, placed_node_load(instance, start))
+    return start
+
+
 def place_unplaced(
     instance: AssignmentInstance,
     assignment: IntArray,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.baselines import place_unplaced
+from solvers.baselines import placed_start
 from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import solve_milp
@@ -72,15 +72,6 @@ def clusters(draw: st.DrawFn) -> AssignmentInstance:
     )
 
 
-def _start(inst: AssignmentInstance) -> np.ndarray:
-    start = inst.current.copy()
-    if (start == UNPLACED).any():
-        placed = start >= 0
-        node_load = np.bincount(start[placed], weights=inst.load[placed], minlength=inst.n_nodes)
-        place_unplaced(inst, start, node_load)
-    return start
-
-
 @settings(max_examples=400, deadline=None)
 @given(clusters(), st.floats(0.0, 1.5), st.booleans())
 def test_a_packed_plan_keeps_every_rule_and_meets_its_band_when_it_says_so(
@@ -90,7 +81,7 @@ def test_a_packed_plan_keeps_every_rule_and_meets_its_band_when_it_says_so(
     where they were, nothing moved onto a draining node, the budget kept, no receiving node above the utilization
     cap or its resource room; a plan with every staying node in the band has a distance within the threshold."""
     try:
-        start = _start(inst)
+        start = placed_start(inst)
     except UnsolvableRequest:  # a unit without a node that fits nowhere: the service answers 422 before
         return
     threshold = (

@@ -53,7 +53,8 @@ from solvers.albic.graph import (
     undirected_weights,
 )
 from solvers.albic.merges import anchors, greedy_merges, target_sets
-from solvers.albic.repair import repair, start_assignment
+from solvers.albic.repair import repair
+from solvers.baselines import placed_start
 from solvers.instance import AssignmentInstance, FloatArray, IntArray, Plan
 from solvers.metrics import collocation_factor
 from solvers.milp import solve_milp
@@ -374,7 +375,7 @@ def solve_albic(
         plan = solve_milp(instance, backend=config.backend, time_limit_s=time_limit_s, seed=config.seed)
         plan.notes.insert(0, "albic: no traffic given, so nothing to collocate: this is the plain milp plan")
         return plan
-    start = start_assignment(instance)
+    start = placed_start(instance)
     share = migration_share(instance)
     weights = undirected_weights(instance)
     pairs = qualifying_pairs(instance, config.score_factor)

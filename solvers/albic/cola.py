@@ -20,7 +20,8 @@ import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
 from solvers.albic.graph import partition_graph, undirected_weights
-from solvers.albic.repair import repair, start_assignment
+from solvers.albic.repair import repair
+from solvers.baselines import placed_start
 from solvers.instance import AssignmentInstance, FloatArray, IntArray, Plan
 from solvers.metrics import collocation_factor
 
@@ -91,7 +92,7 @@ def solve_cola(
     instance: AssignmentInstance, max_load_distance: float = 10.0, time_limit_s: float = 2.0
 ) -> Plan:
     deadline = time.perf_counter() + time_limit_s
-    start = start_assignment(instance)
+    start = placed_start(instance)
     staying = np.flatnonzero(instance.active)
     weights = undirected_weights(instance)
     everyone = np.arange(instance.n_units, dtype=np.int64)

@@ -12,21 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers import baselines
-from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
+from solvers.instance import AssignmentInstance, FloatArray, IntArray
 
 TOL = 1e-9
-
-
-def start_assignment(instance: AssignmentInstance) -> IntArray:
-    """The current placement with units that have no node placed largest-first (UnsolvableRequest if one fits
-    nowhere): what every plan starts from and what a repair reverts to."""
-    start = instance.current.copy()
-    if (start == UNPLACED).any():
-        placed = start >= 0
-        node_load = np.bincount(start[placed], weights=instance.load[placed], minlength=instance.n_nodes)
-        baselines.place_unplaced(instance, start, node_load.astype(np.float64))
-    return start
 
 
 def violations(instance: AssignmentInstance, start: IntArray, assignment: IntArray) -> tuple[bool, IntArray]:

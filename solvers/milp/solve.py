@@ -459,22 +459,21 @@ def search_problem(instance: AssignmentInstance) -> tuple[AssignmentInstance, In
     with all 100,000 units) its starts, moving them one step at a time, left 53,000-72,000 there after 2 s.
     Where they do not all fit on the staying nodes, the instance as it is (some may stay, as in the baselines'
     drain). Raises UnsolvableRequest when a unit without a node fits nowhere."""
-    start = instance.current.copy()
-    placed = start >= 0
-    leaving = np.zeros(len(start), dtype=bool)
-    leaving[placed] = instance.movable[placed] & instance.draining[start[placed]]
+    current = instance.current
+    placed = current >= 0
+    leaving = np.zeros(len(current), dtype=bool)
+    leaving[placed] = instance.movable[placed] & instance.draining[current[placed]]
     if instance.max_migrations is None and instance.max_migration_cost is None and leaving.any():
-        current = np.where(leaving, UNPLACED, instance.current)
-        problem = replace(instance, current=current, utilization_cap_override=instance.utilization_cap())
-        drained = current.copy()
+        problem = replace(
+            instance,
+            current=np.where(leaving, UNPLACED, current),
+            utilization_cap_override=instance.utilization_cap(),
+        )
         try:
-            baselines.place_unplaced(problem, drained, baselines.placed_node_load(problem, drained))
-            return problem, drained
+            return problem, baselines.placed_start(problem)
         except UnsolvableRequest:
             pass
-    if not placed.all():
-        baselines.place_unplaced(instance, start, baselines.placed_node_load(instance, start))
-    return instance, start
+    return instance, baselines.placed_start(instance)
 
 
 def pair_start_pays(instance: AssignmentInstance) -> bool:
