@@ -4,7 +4,13 @@ draws node counts 2-150 and up to 6,000 units; Zipf, lognormal, integer, tied, h
 (1x/2x/4x) and random capacities; contiguous, random and skewed placements; units without a node; draining nodes;
 pinned units; no budget, count budgets (0 to every unit) and cost budgets (0 to 10 % of the state); 1-8 windows.
 
-    python -m bench.milp_campaign [--first 0] [--snapshots 200] [--time-limit 1] [--long 5]
+    python -m bench.milp_campaign [--family random|skew] [--first 0] [--snapshots 200] [--time-limit 1] [--long 5]
+
+`--family skew` draws instead from real skew as the held-out data of issue 10 has it (`skew_snapshot`): the
+key-group loads of bench/milp_skew_hunt.py's data sets (NYC flights and US airports by many keys, 128-4,096 key
+groups, record counts or real values, 1-24 windows) and Zipf keys (s 0.6-1.3) hashed into key groups, on
+contiguous ranges (Flink's layout) of 8-250 nodes, with random count or cost budgets, mixed capacities, draining
+nodes, pinned and hottest-pinned key groups and utilizations 0.3-0.85: parameter combinations no bench fixes.
 
 Per snapshot: milp at --time-limit (seed 0) against flux and largest-load-first (where their plan is within the
 budget) and against milp at --long s (seed 1); a line for every snapshot that breaks a rule:
@@ -22,9 +28,12 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 
 import numpy as np
 
+from bench.milp_skew import cluster, zipf_key_loads
+from bench.milp_skew_hunt import loads_by_name
 from solvers.baselines import flux, largest_load_first
 from solvers.errors import UnsolvableRequest
 from solvers.instance import AssignmentInstance
@@ -105,22 +114,81 @@ def snapshot(seed: int) -> AssignmentInstance:
     )
 
 
+def skew_snapshot(seed: int, data: Callable[[str], np.ndarray]) -> AssignmentInstance:
+    """A real-skew snapshot (the campaign's second family): `data(name)` gives a data set's key-group series
+    (bench.milp_skew_hunt.loads_by_name, or "zipf S G SEED" for Zipf keys); every other parameter is drawn."""
+    rng = np.random.default_rng(seed)
+    names = sorted(loads_by_name())
+    if rng.random() < 0.25:
+        source = (
+            f"zipf {rng.uniform(0.6, 1.3):.2f} {int(rng.choice([256, 1024, 4096]))} {int(rng.integers(100))}"
+        )
+    else:
+        source = str(rng.choice(names))
+    series = data(source)
+    groups = len(series)
+    fits = [n for n in (8, 12, 16, 20, 30, 40, 60, 80, 120, 160, 250) if groups >= 4 * n]
+    n = int(rng.choice(fits))
+    count: int | None = None
+    cost: float | None = None
+    budget = rng.choice(["count", "count", "cost", "none"])
+    if budget == "count":
+        count = max(1, int(n * rng.choice([0.25, 0.5, 0.75, 1.0, 1.5, 2.5])))
+    elif budget == "cost":
+        cost = float(rng.choice([0.005, 0.01, 0.02, 0.05, 0.1]))
+    capacities = [(100.0,), (100.0,), (100.0, 200.0), (100.0, 200.0, 400.0)][int(rng.integers(4))]
+    draining = int(rng.integers(1, max(2, n // 10) + 1)) if rng.random() < 0.2 else 0
+    return cluster(
+        series,
+        n,
+        count,
+        cost,
+        capacities=capacities,
+        draining=draining,
+        pinned_share=float(rng.choice([0.0, 0.0, 0.05, 0.1])),
+        pin_hottest=bool(rng.random() < 0.15),
+        utilization=float(rng.uniform(0.3, 0.85)),
+        seed=seed,
+        integer_loads=bool(rng.random() < 0.3),
+    )
+
+
+def skew_data() -> Callable[[str], np.ndarray]:
+    """The data sets of `skew_snapshot` by name, each read once."""
+    sources = loads_by_name()
+    cache: dict[str, np.ndarray] = {}
+
+    def data(name: str) -> np.ndarray:
+        if name not in cache:
+            if name.startswith("zipf "):
+                _, exponent, groups, zipf_seed = name.split()
+                loads = zipf_key_loads(float(exponent), 20 * int(groups), int(groups), int(zipf_seed))
+                cache[name] = loads[:, None]
+            else:
+                cache[name] = sources[name]()
+        return cache[name]
+
+    return data
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--family", choices=["random", "skew"], default="random")
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--snapshots", type=int, default=200)
     parser.add_argument("--time-limit", type=float, default=1.0)
     parser.add_argument("--long", type=float, default=5.0, help="seconds of the longer milp run (0: none)")
     args = parser.parse_args()
     warm_up()
+    data = skew_data()
     print(
         f"load average {os.getloadavg()[0]:.1f}; milp at {args.time_limit:g} s against the baselines and {args.long:g} s"
     )
     counts = {"WORSE": 0, "BOUND": 0, "OVER BUDGET": 0, "FAR": 0, "refused": 0, "ok": 0}
     for seed in range(args.first, args.first + args.snapshots):
-        inst = snapshot(seed)
+        inst = snapshot(seed) if args.family == "random" else skew_snapshot(seed, data)
         shape = f"{inst.n_nodes}n x {inst.n_units}u x {inst.series.shape[1]}w"
         try:
             started = time.perf_counter()
