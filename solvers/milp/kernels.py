@@ -1237,6 +1237,35 @@ def fund_pairs(
     return worst, chosen
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def least_after(
+    order: np.ndarray,
+    load: np.ndarray,
+    held: np.ndarray,
+    capacity: np.ndarray,
+    limit: float,
+    out: np.ndarray,
+) -> int:
+    """The repack's placement (solvers.milp.starts.repacked_plan): each unit of `order` in turn onto the node whose
+    (held + load) / capacity is least (the first such, as np.argmin), `held` updated in place, its index in `out`;
+    returns how many were placed before one would pass held + load > limit * capacity (len(order): all)."""
+    n = held.shape[0]
+    for k in range(order.shape[0]):
+        unit_load = load[order[k]]
+        best = 0
+        best_value = (held[0] + unit_load) / capacity[0]
+        for j in range(1, n):
+            value = (held[j] + unit_load) / capacity[j]
+            if value < best_value:
+                best = j
+                best_value = value
+        if held[best] + unit_load > limit * capacity[best]:
+            return k
+        held[best] += unit_load
+        out[k] = best
+    return order.shape[0]
+
+
 def compile_all() -> None:
     """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
     a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
@@ -1267,6 +1296,7 @@ def compile_all() -> None:
         (band_step, (f, 1.0, 64, 1.0, 1e-9, b, i, b, True, f, f, 2.0, f, i, 64, *budget)),
         (fund_pairs, (i, i, f, f, i, i, f, i, i, f, f, i, f, i, i, f, b, 1.0, 2.0, 1.0, 8)),
         (funds_of, (i, i, i, i, f, f, f, f, b, b, 1.0, 1.0, 2.0, 3)),
+        (least_after, (i, f, f.copy(), f, 1.0, i.copy())),
     ]
     for kernel, args in calls:
         kernel(*args)

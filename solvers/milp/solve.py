@@ -39,7 +39,7 @@ from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import LocalSearch
 from solvers.milp.model import BackendResult, MoveModel, build_move_model, choose_neighbourhood
-from solvers.milp.starts import bound_plan, packed_plan
+from solvers.milp.starts import bound_plan, packed_plan, repack_fits, repacked_plan
 
 Backend = Literal["cp-sat", "highs"]
 OPTIMALITY_TOLERANCE = 1e-6  # percentage points
@@ -286,6 +286,16 @@ def solve_milp(
 
         return make
 
+    def repacked() -> LocalSearch:
+        # Every movable unit placed anew, largest first (solvers.milp.starts.repacked_plan), then pairs of nodes
+        # re-partitioned exactly: number partitioning at scale, where the budget does not bind.
+        plan = repacked_plan(instance, start, slice_end(START_SHARE))
+        if plan is None:
+            return current_plan()
+        search = LocalSearch(instance, plan, start)
+        search.pair_balance(slice_end(START_SHARE))
+        return search
+
     def pair_balanced() -> LocalSearch:
         # The current plan with pairs of nodes re-partitioned exactly (LocalSearch.pair_balance): number
         # partitioning, where the other starts' single moves and swaps stop early.
@@ -312,6 +322,9 @@ def solve_milp(
         ("aimed flux start", paired(lambda: 0.5 * (bound.threshold + best.key[0]))),
         ("current plan", current_plan),
     ]
+    if repack_fits(instance):
+        # second: where the budget does not bind, the plan most often best (after the first start's descent)
+        starts.insert(1, ("repacked start", repacked))
     if pair_start_pays(instance):
         starts.append(("pair-balanced start", pair_balanced))
     setup = time.perf_counter()

@@ -1,0 +1,93 @@
+"""The repacked start (solvers.milp.starts.repacked_plan): every movable unit placed anew, largest first, where the
+budget does not bind (issue 10: the plan at 1 s near the best on snapshots of every kind).
+
+What was seen (bench.milp_campaign --family skew, 29 Nov, third session): seed 9164, 16 nodes (1x/2x) x 1,024 key
+groups of NYC flight data, no budget: milp answered 0.03-0.08 points at 1 s and 0.016 at 5 s, where every start
+repaired the current placement step by step; seed 9198, 16 nodes (one draining) x 1,024 key groups, 111 pinned,
+no budget: 0.31 at 1 s, 0.185 at 5 s. The repack, re-partitioned by pairs and descended: 0.006 and 0.173."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from solvers.instance import AssignmentInstance
+from solvers.milp.solve import search_problem, solve_milp
+from solvers.milp.starts import _relabel, repack_fits, repacked_plan
+from tests.test_milp_pair_balance import _snapshots
+
+
+# 9164: below what 5 s found before (0.0163); 9198: the issue's target against the 5 s plan (0.185: within 0.05
+# points), which 1 s missed (0.31) before
+@pytest.mark.parametrize(("seed", "at_most"), [(9164, 0.0163), (9198, 0.235)])
+def test_number_partitioning_at_scale_at_one_second_beats_what_five_seconds_found(
+    seed: int, at_most: float
+) -> None:
+    campaign = pytest.importorskip("bench.milp_campaign")
+    instance = campaign.skew_snapshot(seed, campaign.skew_data())
+    assert repack_fits(search_problem(instance)[0])
+    plan = solve_milp(instance, time_limit_s=1.0)
+    assert instance.within_budget(plan.assignment)
+    assert instance.load_distance(plan.assignment) <= at_most
+
+
+@settings(max_examples=300, deadline=None)
+@given(_snapshots())
+def test_a_repacked_plan_keeps_every_rule(instance: AssignmentInstance) -> None:
+    problem, start = search_problem(instance)
+    plan = repacked_plan(problem, start)
+    if plan is None:
+        return
+    assert problem.within_budget(plan)
+    fixed = ~problem.movable
+    assert np.array_equal(plan[fixed], start[fixed])  # what cannot move stays where the start has it
+    assert problem.active[plan[problem.movable]].all()  # every movable unit on a staying node
+    util = problem.utilization(plan)
+    receivers = np.unique(plan[problem.movable])
+    assert (util[receivers] <= problem.utilization_cap() * (1 + 1e-9)).all()
+    if repack_fits(problem):  # a budget that covers every movable unit never refuses the plan
+        assert problem.within_budget(plan)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_snapshots())
+def test_the_compiled_placement_is_the_numpy_one(instance: AssignmentInstance) -> None:
+    # kernels.least_after against the numpy fallback (before warm_up): the same plan, bit for bit
+    from unittest import mock
+
+    from solvers.milp import local_search
+
+    local_search.warm_up()
+    problem, start = search_problem(instance)
+    compiled = repacked_plan(problem, start)
+    with mock.patch.object(local_search, "kernels_ready", return_value=False):
+        fallback = repacked_plan(problem, start)
+    assert (compiled is None) == (fallback is None)
+    if compiled is not None and fallback is not None:
+        assert np.array_equal(compiled, fallback)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_snapshots())
+def test_the_relabelling_permutes_interchangeable_nodes_and_keeps_more_units_home(
+    instance: AssignmentInstance,
+) -> None:
+    problem, start = search_problem(instance)
+    rng = np.random.default_rng(len(start))
+    placed = start.copy()
+    staying = np.flatnonzero(problem.active)
+    movable = np.flatnonzero(problem.movable)
+    placed[movable] = rng.choice(staying, size=len(movable))
+    relabelled = placed.copy()
+    _relabel(problem, relabelled, ~problem.movable)
+    assert np.array_equal(relabelled[~problem.movable], placed[~problem.movable])
+    # the same node loads, each moved whole to a node of the same capacity: the same utilizations per capacity
+    before, after = problem.utilization(placed), problem.utilization(relabelled)
+    for capacity in np.unique(problem.capacity):
+        nodes = problem.capacity == capacity
+        assert np.allclose(np.sort(before[nodes]), np.sort(after[nodes]), rtol=1e-12, atol=0.0)
+    # no fewer units (no less state, under a cost budget) where they are now
+    weight = problem.state_size if problem.max_migration_cost is not None else np.ones(problem.n_units)
+    kept = lambda plan: float(weight[plan == problem.current].sum())  # noqa: E731
+    assert kept(relabelled) >= kept(placed) - 1e-9 * max(1.0, float(weight.sum()))
