@@ -286,12 +286,16 @@ def solve_milp(
 
         return make
 
-    def repacked() -> LocalSearch:
+    def repacked() -> LocalSearch | None:
         # Every movable unit placed anew, largest first (solvers.milp.starts.repacked_plan), then pairs of nodes
-        # re-partitioned exactly: number partitioning at scale, where the budget does not bind.
+        # re-partitioned exactly: number partitioning at scale, where the budget does not bind. Not once the best
+        # plan is within FLOOR_CHECK_GAP of the bound (no plan is better by more): on 10 x 100 snapshots without
+        # a budget it cost 0.9 ms a call (1.6 -> 2.5 ms) for the same plans.
+        if best.key[0] - lower <= FLOOR_CHECK_GAP:
+            return None
         plan = repacked_plan(instance, start, slice_end(START_SHARE))
         if plan is None:
-            return current_plan()
+            return None
         search = LocalSearch(instance, plan, start)
         search.pair_balance(slice_end(START_SHARE))
         return search
@@ -309,7 +313,7 @@ def solve_milp(
         ("largest-load-first baseline start", baselines.largest_load_first),
         ("flux baseline start", baselines.flux),
     ]
-    starts: list[tuple[str, Callable[[], LocalSearch]]] = [
+    starts: list[tuple[str, Callable[[], LocalSearch | None]]] = [
         # Flux aimed at the bound's threshold: pairs already within it spend no migrations (plain Flux spends the
         # budget on nodes near the mean, where it buys nothing); first, as the plan most often best after its
         # descent on real skew at scale.
@@ -377,8 +381,11 @@ def solve_milp(
     for index, (name, make) in enumerate(starts):
         if time.perf_counter() + 3 * setup_s >= deadline or done:
             break
-        search = make()
+        made = make()
         tried.add(name)
+        if made is None:  # (a start that does not apply here)
+            continue
+        search = made
         state = search.state_key()
         if state is not None and state in descended:
             continue
