@@ -109,6 +109,36 @@ def test_max_migrations_beyond_a_machine_integer_is_422_not_500(client: TestClie
         assert check_plan(body, response.json()) == []
 
 
+@pytest.mark.parametrize(
+    "algorithm",
+    [
+        {"name": "correlation-pairwise", "variant": "one-way"},
+        {"name": "correlation-pairwise"},
+        {"name": "correlation-global"},
+    ],
+)
+def test_an_initial_placement_that_fits_under_no_cap_is_422_not_500(
+    client: TestClient, algorithm: dict[str, str]
+) -> None:
+    """Seen (the fuzz bench, 29 Nov): units without a node, one of mean load 333,348 on nodes of capacity 100 and
+    50.5. The validator holds an initial placement to max(100 %, the mean utilization), which fits on neither node;
+    the correlation algorithms placed it anyway, and the validator's refusal was a 500. Now 422, as flux answers."""
+    body = {
+        "nodes": [{"id": "n0", "capacity": 100.0}, {"id": "n1", "capacity": 50.5}],
+        "units": [
+            {"id": "u0", "load": [0.1, 1000000.0, 44.87337680798632]},
+            {"id": "u1", "load": [15.0, 15.0, 15.0], "operator": "op0"},
+        ],
+        "algorithm": algorithm,
+        "time_limit_s": 1.0,
+        "budget": {"max_migrations": 2147483647},
+        "traffic": [{"src": "u0", "dst": "u1", "rate": 0.0}],
+    }
+    assert_problem(client.post(PLAN, json=body), 422)
+    body["algorithm"] = {"name": "flux"}
+    assert_problem(client.post(PLAN, json=body), 422)
+
+
 def test_series_with_more_than_400_staying_nodes_is_not_a_500(client: TestClient) -> None:
     """Seen: the validator answered 500 ("avg_load_correlation reported 0.0, recomputed None")."""
     body = make_snapshot(n_nodes=420, units_per_node=1, windows=3, algorithm={"name": "round-robin"})
