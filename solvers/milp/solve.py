@@ -319,7 +319,8 @@ def solve_milp(
         ("flux baseline start", baselines.flux),
     ]
     # The first start's descent: 40 % of the time, or an ordinary share where the repacked start comes next
-    first_share = START_SHARE if repack_fits(instance) else FIRST_SHARE
+    repacks = repack_fits(instance)
+    first_share = START_SHARE if repacks else FIRST_SHARE
     starts: list[tuple[str, Callable[[], LocalSearch | None]]] = [
         # Flux aimed at the bound's threshold: pairs already within it spend no migrations (plain Flux spends the
         # budget on nodes near the mean, where it buys nothing); first, as the plan most often best after its
@@ -333,7 +334,7 @@ def solve_milp(
         ("aimed flux start", paired(lambda: 0.5 * (bound.threshold + best.key[0]))),
         ("current plan", current_plan),
     ]
-    if repack_fits(instance):
+    if repacks:
         # Second where the budget does not bind, after a flux start whose descent gets an ordinary share (see
         # first_share). First, it was as good on 315 smaller snapshots (geometric mean 0.998) but it answered
         # twice the migrations in the median: a call stops at the first plan within its gap, and the flux start's

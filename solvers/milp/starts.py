@@ -49,8 +49,6 @@ def bound_plan(
     if cheapest_first:
         movable = movable[inst.load[movable] > 0.0]  # (a unit without load sheds nothing)
         price = inst.state_size[movable] / inst.load[movable]
-        rank = np.empty(inst.n_units)
-        rank[movable] = price
         # Per node, its movable units cheapest per load first; a unit is shed while those before it leave the node
         # above the target (a draining node's target is zero: it sheds everything).
         order = movable[np.lexsort((price, assignment[movable]))]
@@ -65,7 +63,7 @@ def bound_plan(
     node_target = np.where(inst.active[nodes], target, -np.inf)
     shed = order[util[nodes] - shed_before / capacity[nodes] > node_target + 1e-12]
     if cheapest_first:
-        shed = shed[np.argsort(rank[shed], kind="stable")]
+        shed = shed[np.argsort(inst.state_size[shed] / inst.load[shed], kind="stable")]
     else:
         shed = shed[np.argsort(-inst.load[shed], kind="stable")]
 
