@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from bench.milp_skew import cluster, zipf_key_loads
-from bench.milp_skew_hunt import loads_by_name
+from bench.milp_skew_hunt import cached_loads, loads_by_name
 from solvers.baselines import flux, largest_load_first
 from solvers.errors import UnsolvableRequest
 from solvers.instance import AssignmentInstance
@@ -154,19 +154,18 @@ def skew_snapshot(seed: int, data: Callable[[str], np.ndarray]) -> AssignmentIns
 
 
 def skew_data() -> Callable[[str], np.ndarray]:
-    """The data sets of `skew_snapshot` by name, each read once."""
-    sources = loads_by_name()
-    cache: dict[str, np.ndarray] = {}
+    """The data sets of `skew_snapshot` by name, each read or drawn once."""
+    real = cached_loads()
+    zipf: dict[str, np.ndarray] = {}
 
     def data(name: str) -> np.ndarray:
-        if name not in cache:
-            if name.startswith("zipf "):
-                _, exponent, groups, zipf_seed = name.split()
-                loads = zipf_key_loads(float(exponent), 20 * int(groups), int(groups), int(zipf_seed))
-                cache[name] = loads[:, None]
-            else:
-                cache[name] = sources[name]()
-        return cache[name]
+        if not name.startswith("zipf "):
+            return real(name)
+        if name not in zipf:
+            _, exponent, groups, zipf_seed = name.split()
+            loads = zipf_key_loads(float(exponent), 20 * int(groups), int(groups), int(zipf_seed))
+            zipf[name] = loads[:, None]
+        return zipf[name]
 
     return data
 

@@ -189,6 +189,19 @@ def loads_by_name() -> dict[str, Callable[[], np.ndarray]]:
     }
 
 
+def cached_loads() -> Callable[[str], np.ndarray]:
+    """`loads_by_name` as one function of the name, each data set read once (a read takes a second or more)."""
+    sources = loads_by_name()
+    cache: dict[str, np.ndarray] = {}
+
+    def data(name: str) -> np.ndarray:
+        if name not in cache:
+            cache[name] = sources[name]()
+        return cache[name]
+
+    return data
+
+
 def hunt() -> dict[str, Callable[[Callable[[str], np.ndarray]], AssignmentInstance]]:
     """The instances by name: each builds from a data set's key-group loads."""
     return {
@@ -296,14 +309,7 @@ def main() -> None:
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     warm_up()  # as a solver worker does at its start
-    cache: dict[str, np.ndarray] = {}
-    sources = loads_by_name()
-
-    def data(name: str) -> np.ndarray:
-        if name not in cache:
-            cache[name] = sources[name]()
-        return cache[name]
-
+    data = cached_loads()
     known: dict[str, Any] = json.loads(HUNT_BEST.read_text()) if HUNT_BEST.exists() else {}
     print(
         f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, load average {os.getloadavg()}; distances in points"
