@@ -80,7 +80,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("bench.spark.main_job", "spark", (), ("--quick",), 150, 60, plots=True),
     Benchmark("bench.spark.stats_speed", "spark", ("--repeats", "1"), ("--quick",), 60, 25),
     Benchmark(
-        "bench.reliability.throughput", "reliability", (), ("--rounds", "1", "--duration", "2"), 80, 20
+        "bench.reliability.throughput", "reliability", (), ("--rounds", "1", "--duration", "2"), 170, 20
     ),
     Benchmark(
         "bench.reliability.deadlines",

@@ -2,7 +2,7 @@
 units) and answers a same-shaped assignment, then trimtab (flux; milp at time_limit_s 0.2) on the same bodies with
 the same load generator (2 workers, concurrency 16), in one run.
 
-    python -m bench.reliability.throughput [--duration 10] [--rounds 2]
+    python -m bench.reliability.throughput [--duration 5] [--rounds 6]
 
 Targets: flux >= 0.85 of bare with p99 <= 1.5x bare's and no 503; milp >= 0.3 of bare. Rounds alternate the servers
 so that drift in the machine's load hits all alike; the load average is printed beside the numbers.
@@ -15,6 +15,7 @@ import json
 import os
 import random
 import resource
+import statistics
 from pathlib import Path
 
 from bench.reliability.load import LoadResult, run_load
@@ -82,8 +83,8 @@ def row(name: str, result: LoadResult, bare: LoadResult | None, cpu: tuple[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--bodies", type=int, default=64)
     args = parser.parse_args()
     cases = {
@@ -139,10 +140,28 @@ def main() -> None:
     )
     for name in list(cases)[1:]:
         print(row(name, merged(results[name]), bare, (cpu[name][0], cpu[name][1], cpu[name][2])))
-    record_results(bare, {name: merged(results[name]) for name in list(cases)[1:]}, args)
+    # Each round's ratio to the bare endpoint's run just before it: the spread shows how much of a difference
+    # between runs is the machine (shared, its load drifting) rather than the service.
+    spreads = {name: round_ratios(results[name], results["bare FastAPI"]) for name in list(cases)[1:]}
+    for name, ratios in spreads.items():
+        print(
+            f"{name}: ratio per round {' '.join(f'{r:.2f}' for r in ratios)} "
+            f"(median {statistics.median(ratios):.2f}, range {min(ratios):.2f}-{max(ratios):.2f})"
+        )
+    record_results(bare, {name: merged(results[name]) for name in list(cases)[1:]}, spreads, args)
 
 
-def record_results(bare: LoadResult, servers: dict[str, LoadResult], args: argparse.Namespace) -> None:
+def round_ratios(server: list[LoadResult], bare: list[LoadResult]) -> list[float]:
+    """Each round's throughput over the bare endpoint's in the same round."""
+    return [s.rate / b.rate for s, b in zip(server, bare, strict=True)]
+
+
+def record_results(
+    bare: LoadResult,
+    servers: dict[str, LoadResult],
+    spreads: dict[str, list[float]],
+    args: argparse.Namespace,
+) -> None:
     """The report's rows (bench/results.py; a no-op outside `make bench`)."""
     from bench import results as bench_results
 
@@ -168,6 +187,7 @@ def record_results(bare: LoadResult, servers: dict[str, LoadResult], args: argpa
                 "trimtab": f"{result.rate:.0f} req/s",
                 "p99 / bare p99": f"{result.percentile(0.99) / bare.percentile(0.99):.2f}",
                 "5xx": str(errors),
+                "ratio per round": " ".join(f"{r:.2f}" for r in spreads[name]),
             },
             target=f">= {targets.get(name, 0.0)}"
             + (", p99 <= 1.5x bare, no 503" if name == "trimtab flux" else ""),
