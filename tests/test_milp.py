@@ -558,7 +558,9 @@ def test_a_full_model_is_started_only_when_its_proof_can_fit_in_the_time_left(
     calls: list[int] = []
     real = milp_solve.solve_cpsat
     monkeypatch.setattr(
-        milp_solve, "solve_cpsat", lambda model, *a: calls.append(model.n_moves) or real(model, *a)
+        milp_solve,
+        "solve_cpsat",
+        lambda model, *a, **k: calls.append(model.n_moves) or real(model, *a, **k),
     )
     short = solve_milp(inst, time_limit_s=0.2)
     assert not calls and any("needs about" in note for note in short.notes)

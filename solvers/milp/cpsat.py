@@ -40,9 +40,15 @@ def _grouped(keys: IntArray) -> dict[int, IntArray]:
 
 
 def solve_cpsat(
-    model: MoveModel, deadline: float, relative_gap: float, seed: int, workers: int = 2
+    model: MoveModel,
+    deadline: float,
+    relative_gap: float,
+    seed: int,
+    workers: int = 2,
+    solver: cp_model.CpSolver | None = None,
 ) -> BackendResult:
-    """Build and solve; `deadline` is a time.perf_counter() instant that covers the model building too.
+    """Build and solve; `deadline` is a time.perf_counter() instant that covers the model building too. `solver`:
+    the CpSolver to use, for a caller that may stop its search from another thread (`stop_search`).
 
     The reference plan (every variable 0) is given as a complete hint, d, du and dl included, so CP-SAT starts from
     a feasible solution and every round is at least as good as its reference."""
@@ -149,7 +155,7 @@ def solve_cpsat(
     cp.add_hint(du, max(0, d_hint - high))
     cp.add_hint(dl, max(0, d_hint - low))
 
-    solver = cp_model.CpSolver()
+    solver = solver or cp_model.CpSolver()
     params = solver.parameters
     params.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
     params.num_workers = workers

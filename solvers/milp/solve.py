@@ -12,18 +12,23 @@ Steps, all inside the call's time limit (see docs/milp.md):
 5. Otherwise (and after an unproven full model), rounds until the deadline, the gap, or a stall: iterated
    perturbation (send a share of the migrations home, then the band repair and the descent, or the descent alone)
    and short move-model rounds around the best plan on neighbourhoods of extreme nodes, random nodes, and the home
-   nodes of migrated units.
+   nodes of migrated units. After a small problem's full model stalls, CP-SAT goes on with it beside those rounds,
+   in a thread at the lowest CPU priority, until the deadline or its proof (BACKGROUND_WORKERS).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from solvers import baselines
 from solvers.errors import UnsolvableRequest
@@ -153,6 +158,24 @@ FILL_STALL_PERTURBATIONS = 20
 TREE_KICK = 0.8
 STALL_ROUNDS = 24  # rounds without improvement after which the search stops, once it has also run as long
 # as it took to find the best plan
+# A small problem's full model (at most FULL_MODEL_MOVES booleans, CP-SAT) searched *beside* the perturbations for
+# the rest of the call, in a thread (_FullModelThread), once its own doubling slices stall: CP-SAT releases the GIL
+# while it searches, and runs at the lowest CPU priority (_StoppableSolver.solve), so the perturbations keep their
+# core and a busy service loses nothing to it. Why: where the perturbations are stuck in a basin, CP-SAT
+# warm-started from their plan finds a better one in a few tenths of a second: airports city 128kg 12n cost 3 %
+# (bench.milp_skew_hunt, 1,276 booleans): 3,700 perturbations in a 1 s call left 1.659 on 7 of 8 seeds; CP-SAT
+# from that plan reaches the optimum 1.363 within 0.3 s on 2 of 3 seeds and 0.6 s on 3 of 3 with 2 workers (with
+# one worker, 0 of 6: the improvement comes from the default_lp worker of the 2-worker portfolio). Now 1.363 on
+# every seed. Measured and reverted twice: the full model *instead of* the perturbations, in doubling slices at
+# every stall (fourth session) or one slice of 70 % of the time left after 300 perturbations without a win (fifth):
+# airports reached, but 7-9 of the 308 snapshots where a full model applies got worse. Beside them, at normal
+# priority (3 threads on 2 cores: the perturbations at 80 % of their speed) 4 better and 8 worse over 3 seeds; at
+# the lowest priority 8 better and 4 worse (geometric mean 0.999, calls more than 10 % or 0.05 points above the
+# best of both 17 -> 14; see docs/milp.md).
+BACKGROUND_WORKERS = 2
+BACKGROUND_MIN_S = 0.1  # least time left for the thread to start (CP-SAT's presolve alone takes 10-40 ms)
+BACKGROUND_NICE = 19  # (see _StoppableSolver.solve)
+STOP_GRACE_S = 0.02  # the longest a call waits for the stopped thread past its deadline
 
 
 @dataclass
@@ -546,6 +569,74 @@ def pair_start_pays(instance: AssignmentInstance) -> bool:
     )
 
 
+class _StoppableSolver(cp_model.CpSolver):
+    """A CpSolver that a stop asked before its search began ends at once: `stop_search` alone does nothing until
+    the search has begun (the model is still being built)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopped = threading.Event()
+
+    def solve(
+        self, model: cp_model.CpModel, solution_callback: cp_model.CpSolverSolutionCallback | None = None
+    ) -> Any:
+        if self.stopped.is_set():
+            self.parameters.max_time_in_seconds = 0.0
+        # The lowest CPU priority, from here on, for this thread and the workers CP-SAT starts from it (a Linux thread
+        # inherits its creator's nice value): the perturbations and other requests keep their cores, the search gets
+        # what is idle. Only now, after the model is built: a thread that holds the GIL at the lowest priority would
+        # hold up the perturbations on a busy machine (the search itself runs without the GIL). Where threads have
+        # no priority of their own (not Linux), the search runs at the process's.
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+        return super().solve(model, solution_callback)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.stop_search()
+
+
+class _FullModelThread:
+    """The full model on CP-SAT in a thread, until the call's deadline (see BACKGROUND_WORKERS). CP-SAT runs outside
+    the GIL; only building its model (tens of ms for a few thousand booleans) shares the interpreter."""
+
+    def __init__(self, model: MoveModel, deadline: float, seed: int) -> None:
+        self.model = model
+        # (held here so that `stop` can end its search from the caller's thread)
+        self.solver = _StoppableSolver()
+        self.result: BackendResult | None = None
+        self.error: BaseException | None = None
+        self.collected = False
+        # (a margin for the solver's teardown and the hand-over; the call's own margin, DEADLINE_MARGIN, is on top)
+        end = deadline - 0.01
+        self.thread = threading.Thread(target=self._solve, args=(end, seed), daemon=True)
+        self.thread.start()
+
+    def _solve(self, end: float, seed: int) -> None:
+        try:
+            # No gap limit: as _Rounds._full_round (CP-SAT calls a solution within its gap OPTIMAL).
+            self.result = solve_cpsat(
+                self.model, end, 0.0, seed, workers=BACKGROUND_WORKERS, solver=self.solver
+            )
+        except BaseException as exc:  # re-raised in the caller's thread when collected
+            self.error = exc
+
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self, deadline: float) -> None:
+        """End the search now and wait for the thread, until `deadline` or STOP_GRACE_S from now, whichever is
+        later. (A stop that comes between the solver's check and the start of its search is asked again while the
+        thread runs; the solve's own time limit ends at the deadline in any case.)"""
+        until = max(deadline, time.perf_counter() + STOP_GRACE_S)
+        while self.thread.is_alive():
+            self.solver.stop()
+            wait = min(0.005, until - time.perf_counter())
+            if wait <= 0:
+                return
+            self.thread.join(wait)
+
+
 class _Rounds:
     """The search after the starts: rounds around the best plan until the deadline, the gap, a proof, or a stall.
 
@@ -601,6 +692,7 @@ class _Rounds:
         self.walks = 0  # trials accepted unconditionally (WALK_PERTURBATIONS)
         self.since_improved = 0  # perturbations since the last new best plan (FILL_STALL_PERTURBATIONS)
         self.stall_repairs = 0  # band repairs chosen for a stall
+        self.background: _FullModelThread | None = None  # the full model beside the perturbations
         # Tree kicks (TREE_KICK): under count budgets without draining nodes, where they were measured to help.
         self.tree_kicks = (
             instance.max_migrations is not None
@@ -623,17 +715,24 @@ class _Rounds:
         return result
 
     def _full_round(self, seconds: float) -> bool:
+        model = self._full_model()
+        # No gap limit: CP-SAT reports a solution within its gap limit as OPTIMAL, and `optimal` means optimal
+        # (the call still stops at relative_gap through the bound it returns).
+        return self._take_full_result(model, self._solve(model, seconds, 0.0), "full model")
+
+    def _full_model(self) -> MoveModel:
         inst = self.instance
         nodes = np.arange(inst.n_nodes, dtype=np.int64)
         units = np.flatnonzero(inst.movable).astype(np.int64)
-        model = build_move_model(inst, nodes, units, self.best.search.assignment, self.start)
-        # No gap limit: CP-SAT reports a solution within its gap limit as OPTIMAL, and `optimal` means optimal
-        # (the call still stops at relative_gap through the bound it returns).
-        result = self._solve(model, seconds, 0.0)
+        return build_move_model(inst, nodes, units, self.best.search.assignment, self.start)
+
+    def _take_full_result(self, model: MoveModel, result: BackendResult, name: str) -> bool:
+        """A full model's solution offered as the best plan; its proof (the full model is the whole problem) and
+        its bound taken."""
         improved = False
         if result.chosen is not None:
-            solution = LocalSearch(inst, model.assignment_of(result.chosen), self.start)
-            improved = self.best.offer(solution, f"milp ({self.backend}) full model")
+            solution = LocalSearch(self.instance, model.assignment_of(result.chosen), self.start)
+            improved = self.best.offer(solution, f"milp ({self.backend}) {name}")
             if result.proven_optimal:
                 # Optimal in scaled integers: its d, less the scaling's rounding (on the solution and on the true
                 # optimum), bounds every plan; the hint was the best plan, so the best is at least as good.
@@ -807,6 +906,42 @@ class _Rounds:
         return modelled
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
+        try:
+            self._run(started, time_limit_s, width, per_node, full)
+        finally:
+            if self.background is not None:  # stopped, and its plan taken when it has one by then
+                self.background.stop(self.deadline)
+                self._collect_background()
+
+    def _start_background(self, n_moves: int) -> None:
+        """The full model beside the perturbations (BACKGROUND_WORKERS), where it is small enough and time is left;
+        once a call."""
+        if (
+            self.background is None
+            and self.backend == "cp-sat"
+            and n_moves <= FULL_MODEL_MOVES
+            and self.deadline - time.perf_counter() >= BACKGROUND_MIN_S
+        ):
+            seed = (self.seed + self.model_rounds) % 2**31
+            self.model_rounds += 1
+            self.background = _FullModelThread(self._full_model(), self.deadline, seed)
+
+    def _collect_background(self) -> bool:
+        """The background full model's plan, proof and bound, once it has ended (False until then, and after)."""
+        background = self.background
+        if background is None or background.collected or background.running():
+            return False
+        background.collected = True
+        if background.error is not None:
+            raise background.error
+        if background.result is None:
+            return False
+        self.rounding = max(self.rounding, background.result.rounding_error)
+        return self._take_full_result(
+            background.model, background.result, "full model beside the perturbations"
+        )
+
+    def _run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
         inst = self.instance
         begun = time.perf_counter()
         rng = np.random.default_rng(self.seed)
@@ -864,6 +999,7 @@ class _Rounds:
                 # problems (perturbations and neighbourhood models), which leave local optima the full model's
                 # short slices (CP-SAT restarts from its hint each slice) do not.
                 full, stall_rounds, since, found_at, begun = False, STALL_ROUNDS, 0, now, now
+                self._start_background(n_moves)
             elif since >= stall_rounds and now - found_at >= found_at - begun:
                 self.stop_reason = f"no improvement in {since} rounds"
                 return
@@ -880,6 +1016,9 @@ class _Rounds:
                 improved = self._full_round(min(remaining, slice_s))
             else:
                 improved = self._neighbourhood_round(rng, width, per_node, model_slice)
+                if self._collect_background():  # (a proof ends the loop at its next turn)
+                    improved = True
+                    self.current, self.since_best = None, 0  # the perturbations go on from its plan
             if improved:
                 since, found_at = 0, time.perf_counter()
                 d = self.best.key[0] - 0.5 * OPTIMALITY_TOLERANCE
