@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas.assignment import AssignmentRequest
 from service.adapters import to_instance, to_response
@@ -353,3 +355,43 @@ def test_the_list_and_the_array_paths_name_the_same_problems(monkeypatch: pytest
     assert sum(map(bool, on_lists)) == len(BROKEN_MOVES) + len(TAMPERINGS)
     for small, large in zip(on_lists, on_arrays, strict=True):
         assert [p.split("recomputed")[0] for p in small] == [p.split("recomputed")[0] for p in large]
+
+
+def _alike_series_request(offsets: list[float], fluctuation: float, pattern: list[float]) -> Body:
+    """One node per offset, each with one unit whose load series is offset + fluctuation x pattern: every node
+    fluctuates alike, where Theorem 1 (mean node variance >= var(total) / n^2) holds with equality."""
+    return {
+        "nodes": [{"id": f"n{i}", "capacity": 1e6 if i % 2 == 0 else 1.0} for i in range(len(offsets))],
+        "units": [
+            {"id": f"u{i}", "node": f"n{i}", "load": [max(0.0, a + fluctuation * p) for p in pattern]}
+            for i, a in enumerate(offsets)
+        ],
+    }
+
+
+def _unchanged_plan(request: Body) -> Body:
+    instance = to_instance(AssignmentRequest.model_validate(request))
+    return to_response(
+        instance, Plan(assignment=instance.current.copy(), status="unchanged"), "test", 1.0
+    ).model_dump(mode="json", by_alias=True)
+
+
+def test_theorem_1_at_equality_on_huge_loads_is_not_a_violation() -> None:
+    """Found by the fuzz bench (a 500 on a valid largest-load-first plan): nodes of 2e13 and 1e9 load fluctuating
+    alike by 1.3 have a mean node variance of 1.67067 against a recomputed Theorem 1 minimum of 1.67177, both
+    rounding of the inputs' size."""
+    request = _alike_series_request([21420875074641.043, 1206300031.6648548], 1.292122629034783, [1.0, -1.0])
+    assert check_plan(request, _unchanged_plan(request)) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    offsets=st.lists(st.floats(1.0, 3e14), min_size=2, max_size=5),
+    fluctuation=st.floats(1e-6, 1e6),
+    pattern=st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=30),
+)
+def test_theorem_1_holds_within_rounding_for_alike_node_series(
+    offsets: list[float], fluctuation: float, pattern: list[float]
+) -> None:
+    request = _alike_series_request(offsets, fluctuation, pattern)
+    assert not [p for p in check_plan(request, _unchanged_plan(request)) if "Theorem 1" in p]
