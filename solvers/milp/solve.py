@@ -703,16 +703,16 @@ class _Rounds:
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
         # share of the slice so the call ends within the slice.
-        result = self.solve(
-            model,
-            time.perf_counter() + 0.85 * seconds,
-            relative_gap,
-            # (a new seed per round, within CP-SAT's int32: the largest seed, 2**31 - 1, plus a round was a 500)
-            (self.seed + self.model_rounds) % 2**31,
-        )
-        self.model_rounds += 1
+        result = self.solve(model, time.perf_counter() + 0.85 * seconds, relative_gap, self._round_seed())
         self.rounding = max(self.rounding, result.rounding_error)
         return result
+
+    def _round_seed(self) -> int:
+        """A new seed for each model round, counted (within CP-SAT's int32: the largest seed, 2**31 - 1, plus a
+        round was a 500)."""
+        seed = (self.seed + self.model_rounds) % 2**31
+        self.model_rounds += 1
+        return seed
 
     def _full_round(self, seconds: float) -> bool:
         model = self._full_model()
@@ -922,9 +922,7 @@ class _Rounds:
             and n_moves <= FULL_MODEL_MOVES
             and self.deadline - time.perf_counter() >= BACKGROUND_MIN_S
         ):
-            seed = (self.seed + self.model_rounds) % 2**31
-            self.model_rounds += 1
-            self.background = _FullModelThread(self._full_model(), self.deadline, seed)
+            self.background = _FullModelThread(self._full_model(), self.deadline, self._round_seed())
 
     def _collect_background(self) -> bool:
         """The background full model's plan, proof and bound, once it has ended (False until then, and after)."""
