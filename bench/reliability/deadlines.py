@@ -81,12 +81,14 @@ def _pss_bytes(pid: int) -> int:
 
 
 def _family(pid: int) -> list[int]:
+    """The process and its descendants: the service, its solver workers, and their children (milp's second chain,
+    solvers.milp.second_chain)."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
     try:
         kids = [int(p) for p in children.read_text().split()]
     except OSError:
         kids = []
-    return [pid, *kids]
+    return [pid, *(member for kid in kids for member in _family(kid))]
 
 
 def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int, str]:

@@ -13,7 +13,9 @@ Steps, all inside the call's time limit (see docs/milp.md):
    perturbation (send a share of the migrations home, then the band repair and the descent, or the descent alone)
    and short move-model rounds around the best plan on neighbourhoods of extreme nodes, random nodes, and the home
    nodes of migrated units. After a small problem's full model stalls, CP-SAT goes on with it beside those rounds,
-   in a thread at the lowest CPU priority, until the deadline or its proof (BACKGROUND_WORKERS).
+   in a thread at the lowest CPU priority, until the deadline or its proof (BACKGROUND_WORKERS). On a large
+   problem a second chain of the same rounds runs in a child process at the lowest CPU priority, where a second
+   core allows it; the two chains trade their best plans (solvers.milp.second_chain).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import LocalSearch
 from solvers.milp.model import BackendResult, MoveModel, build_move_model, choose_neighbourhood
+from solvers.milp.second_chain import MIN_SECONDS as SECOND_CHAIN_MIN_S
+from solvers.milp.second_chain import SecondChain, keeps_rules
+from solvers.milp.second_chain import available as second_chain_available
 from solvers.milp.starts import bound_plan, packed_plan, repack_fits, repacked_plan
 
 Backend = Literal["cp-sat", "highs"]
@@ -207,8 +212,12 @@ def solve_milp(
     per_node: int = 12,
     residual_gap: float = RESIDUAL_GAP,
     residual_gap_max: float = RESIDUAL_GAP_MAX,
+    second_chain: bool = True,
 ) -> Plan:
-    """The search stops once the best plan is within `relative_gap` of its own distance, or within `residual_gap`
+    """`second_chain`: where the rounds of a large problem have a second core, a second perturbation chain runs in a
+    child process beside them (solvers.milp.second_chain; False: this process alone).
+
+    The search stops once the best plan is within `relative_gap` of its own distance, or within `residual_gap`
     of the current plan's distance (at most `residual_gap_max` points), of the proven bound (the plan is `optimal`
     only when it meets the bound)."""
     started = time.perf_counter()
@@ -466,6 +475,7 @@ def solve_milp(
         rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
         rounds_run.setup_s, rounds_run.absolute_gap, rounds_run.bound = setup_s, absolute_gap, bound
         rounds_run.steps = np.zeros(0) if steps is None else steps
+        rounds_run.second_chain = second_chain
         rounds_run.run(started, time_limit_s, width, per_node, full=full)
         lower = lattice_bound(rounds_run.lower, mean, steps)
         if not rounds_run.proven:
@@ -482,6 +492,11 @@ def solve_milp(
             walks += f" ({rounds_run.stall_repairs} band repairs in stalls)"
         if rounds_run.full_skipped:
             notes.append(rounds_run.full_skipped)
+        if rounds_run.chain is not None:
+            notes.append(
+                f"a second chain in a child process ran {rounds_run.chain.perturbations} perturbation rounds beside "
+                f"them; {rounds_run.chain_wins} of its plans became the best plan"
+            )
         notes.append(
             f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds{walks}; "
             f"stopped: {rounds_run.stop_reason}"
@@ -693,6 +708,9 @@ class _Rounds:
         self.since_improved = 0  # perturbations since the last new best plan (FILL_STALL_PERTURBATIONS)
         self.stall_repairs = 0  # band repairs chosen for a stall
         self.background: _FullModelThread | None = None  # the full model beside the perturbations
+        self.second_chain = True  # whether a second chain may run (solve_milp's `second_chain`)
+        self.chain: SecondChain | None = None  # the second perturbation chain, seen from either process
+        self.chain_wins = 0  # (parent) plans of the second chain that became the best plan
         # Tree kicks (TREE_KICK): under count budgets without draining nodes, where they were measured to help.
         self.tree_kicks = (
             instance.max_migrations is not None
@@ -912,6 +930,60 @@ class _Rounds:
             if self.background is not None:  # stopped, and its plan taken when it has one by then
                 self.background.stop(self.deadline)
                 self._collect_background()
+            if self.chain is not None:  # likewise
+                self.chain.stop()
+                self._take_chain_plan()
+
+    def _start_chain(self, width: int, per_node: int, model_slice: float) -> None:
+        """The second perturbation chain (solvers.milp.second_chain), where a second core and the time allow it;
+        with the CP-SAT backend only (HiGHS rounds start processes of their own)."""
+        if (
+            self.second_chain
+            and self.chain is None
+            and self.backend == "cp-sat"
+            and self.deadline - time.perf_counter() >= SECOND_CHAIN_MIN_S
+            and second_chain_available()
+        ):
+            self.chain = SecondChain.fork(
+                self.instance.n_units, lambda chain: self._chain_rounds(chain, width, per_node, model_slice)
+            )
+
+    def _chain_rounds(self, chain: SecondChain, width: int, per_node: int, model_slice: float) -> None:
+        """The child's rounds: perturbations (and model rounds) from the best plan with a random stream of its own,
+        each new best plan offered to the parent, the parent's taken, until the deadline, the parent's stop, or the
+        gap."""
+        rng = np.random.default_rng([self.seed, 1])
+        self.current, self.since_best = None, 0
+        self.chain = chain  # (fork calls this before it returns the chain: the child's own is not set yet)
+        counted = self.perturbations
+        while not chain.stop_asked() and time.perf_counter() < self.deadline - 0.005:
+            d = self.best.key[0]
+            if d - self.lower <= max(self.relative_gap * d, self.absolute_gap, OPTIMALITY_TOLERANCE):
+                return
+            self._take_chain_plan()
+            if self._neighbourhood_round(rng, width, per_node, model_slice):
+                chain.to_parent.write(self.best.search.assignment, self.best.key)
+            chain.count(self.perturbations - counted)
+
+    def _take_chain_plan(self) -> bool:
+        """The other process's newest plan made the best plan when it is better and keeps the rules (the
+        perturbations go on from it): whether it was."""
+        chain = self.chain
+        if chain is None:
+            return False
+        taken = (chain.to_child if chain.in_child else chain.to_parent).take()
+        if taken is None or taken[1] >= self.best.key:
+            return False
+        plan = taken[0]
+        if not keeps_rules(self.instance, plan, self.start):
+            return False
+        name = self.best.name if "second chain" in self.best.name else f"{self.best.name} (second chain)"
+        if not self.best.offer(LocalSearch(self.instance, plan, self.start), name):
+            return False
+        self.current, self.since_best = None, 0
+        if not chain.in_child:
+            self.chain_wins += 1
+        return True
 
     def _start_background(self, n_moves: int) -> None:
         """The full model beside the perturbations (BACKGROUND_WORKERS), where it is small enough and time is left;
@@ -977,6 +1049,8 @@ class _Rounds:
                 )
                 return
             full, stall_rounds = False, STALL_ROUNDS
+        if not full:
+            self._start_chain(width, per_node, model_slice)
         since, found_at = 0, begun
         while True:
             now = time.perf_counter()
@@ -1017,6 +1091,9 @@ class _Rounds:
                 if self._collect_background():  # (a proof ends the loop at its next turn)
                     improved = True
                     self.current, self.since_best = None, 0  # the perturbations go on from its plan
+                if improved and self.chain is not None:
+                    self.chain.to_child.write(self.best.search.assignment, self.best.key)
+                improved |= self._take_chain_plan()
             if improved:
                 since, found_at = 0, time.perf_counter()
                 d = self.best.key[0] - 0.5 * OPTIMALITY_TOLERANCE
