@@ -360,9 +360,8 @@ def _plan(
         )
     starts.append(time.monotonic())  # adapt
     instance = to_instance(request, columns)
-    # Nothing below reads the fields (the validator reads the JSON data, parsed.raw). They stay in memory until the
-    # answer is built all the same: `parsed` holds them too.
-    del request, columns
+    # Nothing below reads the fields (the validator reads the JSON data, `raw`): freed here, `parsed` with them.
+    del request, columns, parsed
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
     # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
     solver_budget = max(0.001, min(time_limit, deadline - time.monotonic() - reserve))
