@@ -38,8 +38,9 @@ import xxhash
 
 from solvers.instance import AssignmentInstance, IntArray
 
-NICE = 19
-STOP_GRACE_S = 0.02  # the longest the parent waits for the child to end before killing it
+# The search helpers beside a call, this child and the full model's thread (solve._FullModelThread), share these:
+NICE = 19  # their CPU priority, the lowest: on a busy machine they get only what is idle
+STOP_GRACE_S = 0.02  # the longest a call waits past its end for a stopped helper (then a child is killed)
 MIN_SECONDS = 0.2  # least time left for a second chain to start (a fork costs milliseconds at scale)
 _HEADER = 2  # words: the stop flag, the child's perturbation count
 _SLOT_HEADER = 4  # words: sequence number (0: being written), checksum, key (d, du + dl) as two float64

@@ -47,7 +47,7 @@ from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import LocalSearch
 from solvers.milp.model import BackendResult, MoveModel, build_move_model, choose_neighbourhood
 from solvers.milp.second_chain import MIN_SECONDS as SECOND_CHAIN_MIN_S
-from solvers.milp.second_chain import SecondChain, keeps_rules
+from solvers.milp.second_chain import NICE, STOP_GRACE_S, SecondChain, keeps_rules
 from solvers.milp.second_chain import available as second_chain_available
 from solvers.milp.starts import bound_plan, packed_plan, repack_fits, repacked_plan
 
@@ -179,8 +179,6 @@ STALL_ROUNDS = 24  # rounds without improvement after which the search stops, on
 # best of both 17 -> 14; see docs/milp.md).
 BACKGROUND_WORKERS = 2
 BACKGROUND_MIN_S = 0.1  # least time left for the thread to start (CP-SAT's presolve alone takes 10-40 ms)
-BACKGROUND_NICE = 19  # (see _StoppableSolver.solve)
-STOP_GRACE_S = 0.02  # the longest a call waits for the stopped thread past its deadline
 
 
 @dataclass
@@ -603,7 +601,7 @@ class _StoppableSolver(cp_model.CpSolver):
         # hold up the perturbations on a busy machine (the search itself runs without the GIL). Where threads have
         # no priority of their own (not Linux), the search runs at the process's.
         with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
         return super().solve(model, solution_callback)
 
     def stop(self) -> None:
