@@ -11,7 +11,7 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import PROBLEM_JSON
-from service.pool import TRIM_AFTER_BODY_BYTES, give_back_heap
+from service.pool import LARGE_BODY_BYTES, give_back_heap
 from service.telemetry import count_rejection
 
 RECEIVED_AT = (
@@ -176,7 +176,7 @@ class BodyLimitMiddleware:
                 return await receive()  # after the body: wait for the disconnect, as the server would tell it
 
             await self.app(scope, replay, send)
-            if received >= TRIM_AFTER_BODY_BYTES:
+            if received >= LARGE_BODY_BYTES:
                 # The answer is sent: the large body's buffers go back to the system (in a thread: off the loop).
                 body = b""
                 await asyncio.get_running_loop().run_in_executor(None, give_back_heap)

@@ -6,6 +6,8 @@
   long-lived worker processes, each under a memory limit (RLIMIT_AS). A worker that overruns its request's deadline
   or dies is killed with its process group and replaced by a fresh fork (milliseconds), so a runaway request costs
   one 503 and never a pinned core, a lost slot or a degraded service.
+- Memory: a worker that served a large body (LARGE_BODY_BYTES) is replaced by a fresh fork too, so the next request
+  starts from the service's base instead of the heap a large one left behind.
 - `run(fn)` keeps a small thread executor for cheap in-process calls (the splitter): closures cannot cross a
   process boundary.
 
@@ -69,14 +71,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
-# Bodies from this size on leave a heap worth giving back to the system after their answer (see give_back_heap).
-TRIM_AFTER_BODY_BYTES = 1 << 20
+# Bodies from this size on leave a heap worth giving back after their answer: the service process trims its heap
+# (give_back_heap), the worker that planned it is replaced by a fresh fork (SolverPool.run_isolated).
+# Why replace rather than trim: a worker keeps the peak of its largest request for good. After 250,000 units (a
+# 17 MiB body) a request of 25,000 peaked at 412 MiB in the service, 361 with the worker's heap trimmed, against
+# its cap of 349 (30 x body + 300 MiB) and 309 on a fresh server: what the trim cannot give back is the heap's
+# fragments and the interpreter's arenas that a few live objects keep. A fork costs milliseconds, a request of
+# this size hundreds of them at least.
+LARGE_BODY_BYTES = 1 << 20
 
 
 def give_back_heap() -> None:
-    """Linux (glibc): return the heap a large request freed to the system (`malloc_trim`). Without it a worker keeps
-    the peak of its largest request for good: after 250,000 units, a request of 25,000 peaked at 412 MiB in the
-    service against 309 on a fresh one (its cap, 30 x body + 300 MiB, is 349)."""
+    """Linux (glibc): return the heap a large body freed to the system (`malloc_trim`)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
@@ -104,22 +110,21 @@ def _worker_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
 
 
 def _serve_one(conn: Connection, task: Task) -> bool:
-    """One request in a worker: received, answered, then, after a large body, the heap it freed given back. False
-    when the service is gone."""
+    """One request in a worker: received and answered. False when the service is gone."""
     try:
         payload = conn.recv()
     except (EOFError, OSError):
         return False
-    large = len(getattr(payload, "body", b"")) >= TRIM_AFTER_BODY_BYTES
     answer = task(payload, lambda deadline: conn.send(("deadline", deadline)))
     try:
         conn.send(("answer", answer))
     except (OSError, ValueError):
         return False
-    if large:
-        del payload, answer  # (freed first: what they held is what goes back)
-        give_back_heap()
     return True
+
+
+def _is_large(payload: Any) -> bool:
+    return len(getattr(payload, "body", b"")) >= LARGE_BODY_BYTES
 
 
 class _Worker:
@@ -173,6 +178,7 @@ class SolverPool:
         self._all: list[_Worker] = []
         self._waiting: deque[asyncio.Future[_Worker]] = deque()
         self.recycled = 0  # workers killed and replaced (overrun, crash, out of memory)
+        self.renewed = 0  # workers replaced after a large body (LARGE_BODY_BYTES), their work done
 
     @property
     def in_flight(self) -> int:
@@ -219,6 +225,8 @@ class SolverPool:
                 raise
             if answer.recycle:
                 self._replace(worker)
+            elif _is_large(payload):
+                self._replace(worker, renewal=True)
             else:
                 self._release(worker)
             return answer
@@ -255,13 +263,21 @@ class SolverPool:
                     return
             self._idle.append(worker)
 
-    def _replace(self, worker: _Worker) -> None:
+    def _replace(self, worker: _Worker, renewal: bool = False) -> None:
         worker.kill()
         with self._lock:
             if worker not in self._all:
                 return
             self._all.remove(worker)
-            self.recycled += 1
+            if renewal:
+                self.renewed += 1
+                if not self._waiting:
+                    # The fresh fork waits for the next request (_acquire_worker): forked now, it would inherit
+                    # the large body's buffers the service still holds, and keep them once the service frees them
+                    # (measured: 46 MiB private in an idle fresh worker after 250,000 units).
+                    return
+            else:
+                self.recycled += 1
             fresh = _Worker(self._task, self._memory_limit_bytes)  # type: ignore[arg-type]
             self._all.append(fresh)
         self._release(fresh)
