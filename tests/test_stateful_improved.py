@@ -330,10 +330,87 @@ def test_clb_honours_the_time_limit(client: TestClient) -> None:
 
 
 def test_clb_paper_size_cap_is_422_naming_units() -> None:
-    series = np.ones((2_001, 2))
+    series = np.ones((1_001, 2))
     with pytest.raises(UnsolvableRequest) as error:
-        clb(instance(series, np.zeros(2_001, dtype=int), [100.0, 100.0]), variant="paper")
+        clb(instance(series, np.zeros(1_001, dtype=int), [100.0, 100.0]), variant="paper")
     assert error.value.loc == ("body", "units")
+    assert clb(instance(series[:1_000], np.zeros(1_000, dtype=int), [100.0, 100.0]), variant="paper")
+
+
+def test_clb_units_times_staying_nodes_cap_is_422_naming_units() -> None:
+    # Seen (29 Nov 2026, seventh session): 5,000 substreams x 2,000 nodes took 544 MiB in the solver alone (a
+    # units x nodes matrix and its step temporaries) from a 0.25 MiB body.
+    series = np.ones((5_000, 2))
+    capacity = np.full(101, 100.0)
+    with pytest.raises(UnsolvableRequest) as error:
+        clb(instance(series, np.zeros(5_000, dtype=int), capacity), time_limit_s=0.2)
+    assert error.value.loc == ("body", "units") and "500,000" in error.value.msg
+    clb(instance(series, np.zeros(5_000, dtype=int), capacity[:100]), time_limit_s=0.2)  # 500,000: accepted
+
+
+def _traced_peak_mib(call: Any) -> float:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(("units", "nodes"), [(2_000, 40), (1_000, 500), (1_000, 40)])
+def test_clb_memory_stays_within_a_small_bodys_share(units: int, nodes: int) -> None:
+    """Seen (29 Nov 2026, seventh session): a 0.1 MiB body of 2,000 substreams x 2 windows on 40 nodes peaked at
+    554 MiB in the service (251 MiB traced in the solver) against 303 MiB allowed (30 x body + 300 MiB, about 30
+    above the idle service); 1,000 x 40 traced 64 MiB. Now the matrices are capped and their temporaries made in
+    blocks: at most 24 MiB traced (the paper's partition on 1,000 substreams is 9 MB of it)."""
+    rng = np.random.default_rng(units + nodes)
+    series = np.round(rng.uniform(0.1, 2.0, (units, 2)), 2)
+    inst = instance(series, rng.integers(0, nodes, units), np.full(nodes, 100.0))
+    assert _traced_peak_mib(lambda: clb(inst, time_limit_s=0.5)) < 24
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_clb_search_blocks_change_no_step(data: st.DataObject) -> None:
+    """The search's steps made in row blocks (bounded memory) pick the same move and swap as one block: ties, integer
+    and constant series included."""
+    from solvers.stateful import variance_search
+
+    units = data.draw(st.integers(2, 30))
+    n = data.draw(st.integers(2, 6))
+    windows = data.draw(st.integers(2, 5))
+    values = data.draw(
+        st.lists(
+            st.one_of(st.integers(0, 3).map(float), st.floats(0.0, 1e6), st.just(1e-9)),
+            min_size=units * windows,
+            max_size=units * windows,
+        )
+    )
+    series = np.array(values).reshape(units, windows)
+    current = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=units, max_size=units)))
+    capacity = np.full(n, 10.0 * max(1.0, float(series.sum(axis=0).max())))
+    inst = instance(
+        series,
+        current,
+        capacity,
+        state_size=np.array(
+            data.draw(st.lists(st.integers(1, 3).map(float), min_size=units, max_size=units))
+        ),
+    )
+    cells = data.draw(st.integers(1, 40))
+    plans = []
+    for block_cells in (variance_search.BLOCK_CELLS, cells):
+        original = variance_search.BLOCK_CELLS
+        variance_search.BLOCK_CELLS = block_cells
+        try:
+            search = variance_search.VarianceSearch.start(inst, series, current.copy())
+            search.improve(time.perf_counter() + 60, max_steps=50)
+            plans.append(search.assignment())
+        finally:
+            variance_search.BLOCK_CELLS = original
+    assert (plans[0] == plans[1]).all()
 
 
 @pytest.mark.parametrize("name", ["clb", "universal-hash", "elb"])

@@ -39,15 +39,21 @@ from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray, Plan
 from solvers.metrics import node_series
 from solvers.stateful.settle import keep_pinned, revert_over_budget, revert_over_cap
-from solvers.stateful.variance_search import VarianceSearch, summed_variance
+from solvers.stateful.variance_search import VarianceSearch, row_blocks, summed_variance
 
 MIN_WINDOWS = 2
-# The paper's partition holds several substreams x substreams matrices (covariance, correlation, weights): measured
-# on the shared 2-core machine (load average ~11), 5,000 substreams x 100 windows took 12 s before the first run and
-# 800 MB peak, whatever the time limit; 2,000 substreams take a sixth of that. The paper variant refuses more (422
-# naming `units`); the improved variant then searches from the current placement only (its memory is units x nodes).
-PAPER_MAX_SUBSTREAMS = 2_000
+# The paper's partition holds substreams x substreams matrices (covariance and partners: 9 bytes a pair).
+# Measured: 5,000 substreams x 100 windows took 12 s before the first run and 800 MB peak, whatever the time limit;
+# and (29 Nov 2026, seventh session) a 0.1 MiB body of 2,000 substreams x 2 windows peaked at 554 MiB in the service against its
+# cap of 30 x body + 300 MiB = 303, about 30 MiB above the idle service. 1,000 substreams keep the partition at
+# 9 MB (the paper's own experiments use 1,000). The paper variant refuses more (422 naming `units`); the improved
+# variant then searches from the current placement only.
+PAPER_MAX_SUBSTREAMS = 1_000
 MAX_SUBSTREAMS = 5_000
+# The search keeps a units x staying nodes matrix (G = X Z^T, variance_search.py) and works through its steps in
+# blocks of that size at most; 500,000 cells are 4 MB (5,000 units x 100 nodes, 1,220 x 400). The same measurement:
+# 5,000 substreams x 2,000 nodes took 544 MiB in the solver alone.
+MAX_UNIT_NODE_CELLS = 500_000
 ClbVariant = Literal["paper", "improved"]
 
 
@@ -59,8 +65,39 @@ def covariance_matrix(series: FloatArray) -> FloatArray:
 
 def cross_covariance(cov: FloatArray, labels: IntArray) -> float:
     """Right-hand side of Eq. (5): sum of cov(X_i, X_j) over ordered pairs in different subsets (2x the unordered)."""
-    different = labels[:, None] != labels[None, :]
-    return float(cov[different].sum())
+    return float(
+        sum(
+            np.where(labels[b, None] != labels[None, :], cov[b], 0.0).sum()
+            for b in row_blocks(len(labels), len(labels))
+        )
+    )
+
+
+def _partner_matrix(cov: FloatArray, std: FloatArray, varying: np.ndarray, threshold: float) -> np.ndarray:
+    """partner_of[i, j]: corr(X_i, X_j) >= threshold, both series varying, i != j (row blocks: one p x p array)."""
+    p = len(std)
+    partner_of = np.zeros((p, p), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for b in row_blocks(p, p):
+            corr = cov[b] / np.outer(std[b], std)
+            partner_of[b] = (corr >= threshold) & varying[b, None] & varying[None, :]
+    np.fill_diagonal(partner_of, False)
+    return partner_of
+
+
+def _most_covarying_pair(cov: FloatArray, labels: IntArray) -> tuple[int, int]:
+    """The pair (i, j), i != j, of one subset with the largest covariance (the first in row order on ties)."""
+    p = len(labels)
+    best, pair = -np.inf, (0, 0)
+    for b in row_blocks(p, p):
+        together = labels[b, None] == labels[None, :]
+        rows = np.arange(b.stop - b.start)
+        together[rows, rows + b.start] = False
+        masked = np.where(together, cov[b], -np.inf)
+        flat = int(np.argmax(masked))
+        if masked.flat[flat] > best:
+            best, pair = float(masked.flat[flat]), (b.start + flat // p, flat % p)
+    return pair
 
 
 def clb_partition(
@@ -80,14 +117,15 @@ def clb_partition(
     cov = covariance_matrix(series) if cov is None else cov
     std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     varying = std > 1e-12 * np.maximum(1.0, np.abs(series).max(axis=1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        corr = cov / np.outer(std, std)
-    partner_of = (corr >= threshold) & np.outer(varying, varying)
-    np.fill_diagonal(partner_of, False)
-    weight = np.where(partner_of, cov, 0.0)
-    del corr, std
+    partner_of = _partner_matrix(cov, std, varying, threshold)
+
+    def weight(rows: IntArray | slice, cols: IntArray | slice) -> FloatArray:
+        """The partners' covariances (0 for non-partners), made per block instead of kept as a third p x p
+        matrix."""
+        return np.where(partner_of[rows, cols], cov[rows, cols], 0.0)
+
     labels = np.zeros(p, dtype=np.int64)
-    omega = weight.sum(axis=1)
+    omega = np.concatenate([weight(b, slice(None)).sum(axis=1) for b in row_blocks(p, p)])
     for r in range(1, n_subsets):
         if time.perf_counter() > deadline:
             _halve_largest(labels, r, n_subsets)
@@ -97,17 +135,14 @@ def clb_partition(
         partners = np.flatnonzero(same & partner_of[k])
         if omega[k] <= 0.0 or not len(partners):
             # No partner anywhere: separate the most covarying pair of one subset (keeps n subsets coming).
-            together = labels[:, None] == labels[None, :]
-            np.fill_diagonal(together, False)
-            masked = np.where(together, cov, -np.inf)
-            i, j = np.unravel_index(int(np.argmax(masked)), masked.shape)
-            k, partners = int(i), np.array([int(j)])
+            i, j = _most_covarying_pair(cov, labels)
+            k, partners = i, np.array([j])
             same = labels == labels[k]
         stay = np.flatnonzero(same)
         stay = stay[~np.isin(stay, partners)]
         labels[partners] = r
-        omega[stay] -= weight[np.ix_(stay, partners)].sum(axis=1)
-        omega[partners] = weight[np.ix_(partners, partners)].sum(axis=1)
+        omega[stay] -= weight(*np.ix_(stay, partners)).sum(axis=1)
+        omega[partners] = weight(*np.ix_(partners, partners)).sum(axis=1)
     return labels
 
 
@@ -123,21 +158,31 @@ def map_subsets_to_nodes(instance: AssignmentInstance, labels: IntArray, nodes: 
     """Subset -> node (indices into `nodes`) minimizing the state moved (assignment problem)."""
     n_subsets = int(labels.max()) + 1
     placed = instance.current >= 0
-    stay_state = np.zeros((n_subsets, instance.n_nodes))
-    stay_count = np.zeros((n_subsets, instance.n_nodes))
-    np.add.at(stay_state, (labels[placed], instance.current[placed]), instance.state_size[placed])
-    np.add.at(stay_count, (labels[placed], instance.current[placed]), 1.0)
+    # subsets x `nodes` only (a draining node never gets a subset): the matrices stay within the cells cap
+    column_of = np.full(instance.n_nodes + 1, -1, dtype=np.int64)
+    column_of[nodes] = np.arange(len(nodes))
+    column = column_of[np.where(placed, instance.current, instance.n_nodes)]
+    here = column >= 0
+    stay_state = np.zeros((n_subsets, len(nodes)))
+    stay_count = np.zeros((n_subsets, len(nodes)))
+    np.add.at(stay_state, (labels[here], column[here]), instance.state_size[here])
+    np.add.at(stay_count, (labels[here], column[here]), 1.0)
     pinned = placed & instance.pinned
-    stay_pinned = np.zeros((n_subsets, instance.n_nodes))
-    np.add.at(stay_pinned, (labels[pinned], instance.current[pinned]), 1.0)
+    stay_pinned = np.zeros((n_subsets, len(nodes)))
+    np.add.at(stay_pinned, (labels[here & pinned], column[here & pinned]), 1.0)
     state_total = np.bincount(labels[placed], weights=instance.state_size[placed], minlength=n_subsets)
     count_total = np.bincount(labels[placed], minlength=n_subsets).astype(np.float64)
     pinned_total = np.bincount(labels[pinned], minlength=n_subsets).astype(np.float64)
-    state_cost = state_total[:, None] - stay_state[:, nodes]
-    count_cost = count_total[:, None] - stay_count[:, nodes]
-    pinned_cost = pinned_total[:, None] - stay_pinned[:, nodes]
     scale = max(1.0, float(instance.state_size.sum()))
-    cost = pinned_cost * 4.0 * scale * (instance.n_units + 1) + state_cost + count_cost * scale * 1e-9
+    # cost = pinned left behind x 4 scale (units + 1) + state moved + units moved x 1e-9 scale, made in place
+    cost = np.subtract(pinned_total[:, None], stay_pinned, out=stay_pinned)
+    cost *= 4.0 * scale * (instance.n_units + 1)
+    cost += state_total[:, None]
+    cost -= stay_state
+    count_cost = np.subtract(count_total[:, None], stay_count, out=stay_count)
+    count_cost *= scale * 1e-9
+    cost += count_cost
+    del stay_state, stay_count, count_cost
     rows, cols = linear_sum_assignment(cost)
     node_of_subset = np.empty(n_subsets, dtype=np.int64)
     node_of_subset[rows] = nodes[cols]
@@ -157,6 +202,13 @@ def _check_request(instance: AssignmentInstance, m: int | None, variant: ClbVari
             ("body", "units"),
             f"CLB ({variant}) is limited to {limit} units per request"
             + (" (its partition keeps substreams x substreams matrices)" if variant == "paper" else ""),
+        )
+    staying = int(instance.active.sum())
+    if instance.n_units * staying > MAX_UNIT_NODE_CELLS:
+        raise UnsolvableRequest(
+            ("body", "units"),
+            f"CLB is limited to {MAX_UNIT_NODE_CELLS:,} units x staying nodes per request (its search keeps a "
+            f"units x nodes matrix); got {instance.n_units:,} x {staying:,}",
         )
     windows = instance.series.shape[1] if m is None else m
     if instance.series.shape[1] < max(windows, MIN_WINDOWS):
@@ -183,12 +235,13 @@ def _paper_plan(
             f"the time limit stopped the partition after {time.perf_counter() - started:.2f} s: the last subsets "
             "halve the largest ones"
         )
-    node_of_subset = map_subsets_to_nodes(instance, labels, nodes)
-    assignment = node_of_subset[labels]
     notes.append(
         f"clb paper partition: {n_subsets} subsets from {instance.n_units} substreams over {windows} windows, "
         f"threshold {threshold:g}; cross covariance {cross_covariance(cov, labels):g}"
     )
+    del cov  # (substreams x substreams: freed before the mapping's subsets x nodes matrices)
+    node_of_subset = map_subsets_to_nodes(instance, labels, nodes)
+    assignment = node_of_subset[labels]
     if kept := keep_pinned(instance, assignment):
         notes.append(f"{kept} pinned units stay on their node although their subset is placed elsewhere")
     if cut := revert_over_budget(instance, assignment):

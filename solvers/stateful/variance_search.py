@@ -25,8 +25,20 @@ import numpy as np
 from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, FloatArray, IntArray
 from solvers.stateful.settle import resource_arrays
 
-MAX_SWAP_UNITS = 2_000  # swaps hold a units x units product: 2,000 units take 32 MB
+# Swaps keep a movable x movable product: 8 MB at 1,000 units. With 2,000 (32 MB, and eight more such temporaries
+# before the blocks below) a 0.1 MiB CLB body peaked at 554 MiB in the service (measured 29 Nov 2026; its cap is
+# 30 x body + 300 MiB = 303).
+MAX_SWAP_UNITS = 1_000
+# A step's temporaries (unit x column, unit x unit) are made in row blocks of at most this many cells (1 MiB of
+# float64 each), so the search's memory is its fixed matrices (G, the product) plus a few blocks, whatever the size.
+BLOCK_CELLS = 1 << 17
 TIE = 1e-9
+
+
+def row_blocks(rows: int, width: int) -> list[slice]:
+    """Slices of range(rows) whose blocks of `width` cells a row hold at most BLOCK_CELLS cells (one row at least)."""
+    step = max(1, BLOCK_CELLS // max(1, width))
+    return [slice(lo, min(rows, lo + step)) for lo in range(0, rows, step)]
 
 
 @dataclass
@@ -194,53 +206,99 @@ class VarianceSearch:
         if not len(movable) or len(self.nodes) < 2:
             return 0
         tol = 1e-12 * max(self.objective, 1e-300)
-        state = inst.state_size
-        for step in range(max_steps):
-            if time.perf_counter() > deadline:
-                return step
-            delta = np.where(self._feasible(movable), self._move_delta(movable), np.inf)
-            delta[np.arange(len(movable)), self.col[movable]] = np.inf
-            best = float(delta.min())
-            if best < -tol:
-                near = delta <= best * (1 - TIE) if best < 0 else delta <= best
-                cost = np.where(near, np.broadcast_to(state[movable][:, None], delta.shape), np.inf)
-                r, c = np.unravel_index(int(np.argmin(cost)), cost.shape)
-                self.move(int(movable[r]), int(c))
+        try:
+            for step in range(max_steps):
+                if time.perf_counter() > deadline:
+                    return step
+                best_move = self._best_move(movable, tol)
+                if best_move is not None:
+                    self.move(*best_move)
+                    continue
+                swap = self._best_swap(movable, tol) if len(movable) <= MAX_SWAP_UNITS else None
+                if swap is None:
+                    return step
+                i, k = swap
+                a, b = int(self.col[i]), int(self.col[k])
+                self.move(i, b)
+                self.move(k, a)
+            return max_steps
+        finally:
+            self.product = None  # (m x m: not kept beyond the search)
+
+    def _step_deltas(self, units: IntArray) -> FloatArray:
+        """(len(units), n): change of F of each allowed move, inf where not allowed or not a move."""
+        delta = np.where(self._feasible(units), self._move_delta(units), np.inf)
+        delta[np.arange(len(units)), self.col[units]] = np.inf
+        return delta
+
+    def _best_move(self, movable: IntArray, tol: float) -> tuple[int, int] | None:
+        """(unit, column) of the move that lowers F the most (within TIE, the one moving the least state; then the
+        first in unit order), or None when no move lowers F by more than tol. In row blocks: a second pass
+        recomputes only the blocks that hold a move within TIE of the best."""
+        n = len(self.nodes)
+        blocks = row_blocks(len(movable), n * max(1, self.usage.shape[1]))
+        lowest: list[float] = []
+        only: FloatArray | None = None
+        for block in blocks:
+            delta = self._step_deltas(movable[block])
+            lowest.append(float(delta.min()))
+            only = delta if len(blocks) == 1 else None
+        best = min(lowest)
+        if not best < -tol:
+            return None
+        bound = best * (1 - TIE)
+        state = self.instance.state_size
+        choice, cheapest = None, np.inf
+        for block, low in zip(blocks, lowest, strict=True):
+            if low > bound:
                 continue
-            swap = self._best_swap(movable, tol) if len(movable) <= MAX_SWAP_UNITS else None
-            if swap is None:
-                return step
-            i, k = swap
-            a, b = int(self.col[i]), int(self.col[k])
-            self.move(i, b)
-            self.move(k, a)
-        return max_steps
+            delta = only if only is not None else self._step_deltas(movable[block])
+            cost = np.where(delta <= bound, state[movable[block]][:, None], np.inf)
+            flat = int(np.argmin(cost))
+            if cost.flat[flat] < cheapest:
+                cheapest, choice = float(cost.flat[flat]), (int(movable[block][flat // n]), flat % n)
+        return choice
 
     def _best_swap(self, movable: IntArray, tol: float) -> tuple[int, int] | None:
-        n = len(self.nodes)
-        inst = self.instance
-        delta = self._move_delta(movable)  # (m, n)
+        """The first allowed swap among the 64 that lower F the most (ties in (i, k) order), or None. The
+        (i, k) matrices are made in row blocks of i."""
+        n, m = len(self.nodes), len(movable)
+        delta = np.empty((m, n))  # delta[i, c] = change of F of i moving to column c
+        for block in row_blocks(m, n):
+            delta[block] = self._move_delta(movable[block])
+        by_column = np.ascontiguousarray(delta.T)  # (rows of it are gathered below: fast)
         cols = self.col[movable]
-        single = delta[:, cols]  # single[i, k] = delta of i moving to k's column
         sa = self.scale[cols]
-        d = (sa[None, :] - sa[:, None]) / n
         if self.product is None:
             self.product = (
                 self.series[movable] @ self.series[movable].T
             )  # fixed: the movable set never changes
-        product = self.product
-        swap = single + single.T + (2 * d * d - (2.0 / n) * (sa[:, None] ** 2 + sa[None, :] ** 2)) * product
-        exchange = inst.load[movable][None, :] - inst.load[movable][:, None]  # k's load arrives on i's column
-        ok = (cols[:, None] != cols[None, :]) & (swap < -tol)
-        ok &= self.mean_load[cols][:, None] + exchange <= self.cap_load[cols][:, None]
-        ok &= self.mean_load[cols][None, :] - exchange <= self.cap_load[cols][None, :]
-        if not ok.any():
+        load = self.instance.load[movable]
+        mean_load, cap_load = self.mean_load[cols], self.cap_load[cols]
+        values: list[FloatArray] = []
+        cells: list[IntArray] = []
+        for block in row_blocks(m, m):
+            single = delta[block][:, cols]  # [i, k]: i moving to k's column
+            single_back = by_column[cols[block]]  # [i, k]: k moving to i's column
+            d = (sa[None, :] - sa[block, None]) / n
+            swap = single + single_back
+            swap += (2 * d * d - (2.0 / n) * (sa[block, None] ** 2 + sa[None, :] ** 2)) * self.product[block]
+            exchange = load[None, :] - load[block, None]  # k's load arrives on i's column
+            ok = (cols[block, None] != cols[None, :]) & (swap < -tol)
+            ok &= mean_load[block, None] + exchange <= cap_load[block, None]
+            ok &= mean_load[None, :] - exchange <= cap_load[None, :]
+            flat = np.flatnonzero(ok)
+            if not len(flat):
+                continue
+            value = swap.ravel()[flat]
+            first = _first_64(value, flat)
+            values.append(value[first])
+            cells.append(flat[first] + block.start * m)
+        if not values:
             return None
-        order = np.argsort(np.where(ok, swap, np.inf), axis=None, kind="stable")[:64]
-        for flat in order:
-            i, k = np.unravel_index(int(flat), swap.shape)
-            if not ok[i, k]:
-                break
+        value, cell = np.concatenate(values), np.concatenate(cells)
+        for index in _first_64(value, cell):
+            i, k = divmod(int(cell[index]), m)
             ui, uk = int(movable[i]), int(movable[k])
             if self._swap_allowed(ui, uk):
                 return ui, uk
@@ -268,6 +326,16 @@ class VarianceSearch:
         return inst.max_migration_cost is None or self.moved_cost + cost <= inst.max_migration_cost * (
             1 + 1e-12
         )
+
+
+def _first_64(value: FloatArray, cell: IntArray) -> IntArray:
+    """Indices of the 64 smallest values, ties by cell, in that order (a stable sort's first 64, without sorting
+    them all: every value up to the 64th smallest is kept, ties at the edge included, then sorted)."""
+    if len(value) > 64:
+        edge = np.partition(value, 63)[63]
+        within = np.flatnonzero(value <= edge)
+        return within[np.lexsort((cell[within], value[within]))][:64]
+    return np.lexsort((cell, value))
 
 
 def summed_variance(instance: AssignmentInstance, series: FloatArray, assignment: IntArray) -> float:
