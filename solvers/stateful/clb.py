@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -285,14 +285,22 @@ def clb(
     return _improved(instance, threshold, windows, deadline, notes)
 
 
+class _Searched(NamedTuple):
+    """What a search leaves (its matrices are freed before the next one starts: memory)."""
+
+    assignment: IntArray
+    objective: float
+    stuck: list[int]
+
+
 def _search_from(
     instance: AssignmentInstance, series: FloatArray, start: IntArray, deadline: float
-) -> tuple[VarianceSearch, list[int]]:
+) -> _Searched:
     search = VarianceSearch.start(instance, series, start)
     homeless = np.flatnonzero(search.col < 0)
     stuck = search.place_all(homeless[instance.movable[homeless] | (instance.current[homeless] == UNPLACED)])
     search.improve(deadline, max_steps=20 * instance.n_units + 100)
-    return search, stuck
+    return _Searched(search.assignment(), search.objective, stuck)
 
 
 def _improved(
@@ -301,25 +309,26 @@ def _improved(
     series = instance.series[:, -windows:]
     start = time.perf_counter()
     share = (deadline - start) * 0.45
-    candidates: list[tuple[str, VarianceSearch, list[int]]] = []
+    candidates: list[tuple[str, _Searched]] = []
     from_current = instance.current.copy()
-    candidates.append(("the current placement", *_search_from(instance, series, from_current, start + share)))
+    candidates.append(("the current placement", _search_from(instance, series, from_current, start + share)))
     if instance.n_units <= PAPER_MAX_SUBSTREAMS and time.perf_counter() < deadline:
         paper_notes: list[str] = []
         paper = _paper_plan(instance, threshold, windows, start + 2 * share, paper_notes)
-        candidates.append(("the paper's plan", *_search_from(instance, series, paper, deadline)))
+        candidates.append(("the paper's plan", _search_from(instance, series, paper, deadline)))
     else:
         notes.append(
             f"the paper's partition is not tried ({instance.n_units} substreams > {PAPER_MAX_SUBSTREAMS}, or "
             "no time left): local search from the current placement only"
         )
 
-    def rank(item: tuple[str, VarianceSearch, list[int]]) -> tuple[int, float, float]:
-        search = item[1]
-        state = float(instance.state_size[instance.migration_mask(search.assignment())].sum())
-        return len(item[2]), search.objective, state
+    def rank(item: tuple[str, _Searched]) -> tuple[int, float, float]:
+        searched = item[1]
+        state = float(instance.state_size[instance.migration_mask(searched.assignment)].sum())
+        return len(searched.stuck), searched.objective, state
 
-    label, best, stuck = min(candidates, key=rank)
+    label, best = min(candidates, key=rank)
+    stuck = best.stuck
     homeless = [unit for unit in stuck if instance.current[unit] == UNPLACED]
     if homeless:
         unit = homeless[0]
@@ -328,7 +337,7 @@ def _improved(
             f"unit {instance.unit_ids[unit]!r} has no node and fits on no staying node under the capacity cap and "
             "the resource capacities",
         )
-    assignment = best.assignment()
+    assignment = best.assignment
     after = best.objective
     current_placed = bool((instance.current != UNPLACED).all()) and not bool(
         (
