@@ -6,8 +6,9 @@
   long-lived worker processes, each under a memory limit (RLIMIT_AS). A worker that overruns its request's deadline
   or dies is killed with its process group and replaced by a fresh fork (milliseconds), so a runaway request costs
   one 503 and never a pinned core, a lost slot or a degraded service.
-- Memory: a worker that served a large body (LARGE_BODY_BYTES) is replaced by a fresh fork too, so the next request
-  starts from the service's base instead of the heap a large one left behind.
+- Memory: a worker whose heap outgrew a fresh one's by RENEW_AFTER_GROWTH_BYTES (what freed requests leave behind
+  in glibc's heap) is replaced by a fresh fork once it answered, so a request starts from about the service's base
+  instead of the residue of every request before it.
 - `run(fn)` keeps a small thread executor for cheap in-process calls (the splitter): closures cannot cross a
   process boundary.
 
@@ -62,6 +63,7 @@ class WorkerAnswer:
     load_distance_after: float | None = None
     migrations: int | None = None
     recycle: bool = False  # the worker ran out of memory: replace it (its heap may be fragmented)
+    renew: bool = False  # the worker's heap outgrew a fresh one's (RENEW_AFTER_GROWTH_BYTES): replace it
 
 
 def _die_with_parent() -> None:
@@ -71,14 +73,20 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
-# Bodies from this size on leave a heap worth giving back after their answer: the service process trims its heap
-# (give_back_heap), the worker that planned it is replaced by a fresh fork (SolverPool.run_isolated).
-# Why replace rather than trim: a worker keeps the peak of its largest request for good. After 250,000 units (a
-# 17 MiB body) a request of 25,000 peaked at 412 MiB in the service, 361 with the worker's heap trimmed, against
-# its cap of 349 (30 x body + 300 MiB) and 309 on a fresh server: what the trim cannot give back is the heap's
-# fragments and the interpreter's arenas that a few live objects keep. A fork costs milliseconds, a request of
-# this size hundreds of them at least.
+# Bodies from this size on leave a heap worth giving back after their answer (the service process trims its heap:
+# give_back_heap).
 LARGE_BODY_BYTES = 1 << 20
+# A worker whose anonymous memory grew by more than this since it started is replaced once it answered (the answer's
+# own bytes not counted). Why: a worker keeps what its requests leave in the heap (glibc's freed fragments, the
+# interpreter's arenas that a few live objects hold), and the next request's peak sits on top of it. Measured
+# (29 Nov 2026, sixth and seventh sessions): after 250,000 units (a 17 MiB body) a request of 25,000 peaked at 412
+# MiB in the service, 361 with the heap trimmed, against its cap of 349 (30 x body + 300 MiB; 309 on a fresh
+# server); one worker that served CLB, ELB, COLA and largest-load-first requests of 0.1-0.3 MiB grew from 9 to 32
+# MiB private, and the service's 0.06 MiB requests then peaked at 301-312 MiB against 302. This measure (statm:
+# a few us; the private memory, smaps_rollup, costs 4 ms) sees new pages only: a fresh worker grows 2 MiB on its
+# first small request, and copies about 6 MiB more of the service's pages it writes to, which it does not see. At
+# 8 MiB a worker is renewed before its private memory passes about 16 MiB. A fork costs milliseconds.
+RENEW_AFTER_GROWTH_BYTES = 8 << 20
 
 
 def give_back_heap() -> None:
@@ -90,6 +98,17 @@ def give_back_heap() -> None:
 def _virtual_memory_bytes() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def anonymous_resident_bytes() -> int:
+    """This process's resident anonymous memory (resident minus file-backed, /proc/self/statm: a few us), 0 where
+    there is no /proc."""
+    try:
+        with open("/proc/self/statm") as statm:
+            fields = statm.read().split()
+        return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _worker_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
@@ -105,26 +124,27 @@ def _worker_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
         limit = _virtual_memory_bytes() + memory_limit_bytes
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    while _serve_one(conn, task):
+    fresh = anonymous_resident_bytes()
+    while _serve_one(conn, task, fresh):
         pass
 
 
-def _serve_one(conn: Connection, task: Task) -> bool:
-    """One request in a worker: received and answered. False when the service is gone."""
+def _serve_one(conn: Connection, task: Task, fresh_bytes: int) -> bool:
+    """One request in a worker: received and answered, the answer marked `renew` when the worker's memory outgrew
+    `fresh_bytes` (its own at start) by RENEW_AFTER_GROWTH_BYTES. False when the service is gone."""
     try:
         payload = conn.recv()
     except (EOFError, OSError):
         return False
     answer = task(payload, lambda deadline: conn.send(("deadline", deadline)))
+    del payload  # (what is left now is the residue, and the answer)
+    if anonymous_resident_bytes() - len(answer.body) - fresh_bytes > RENEW_AFTER_GROWTH_BYTES:
+        answer.renew = True
     try:
         conn.send(("answer", answer))
     except (OSError, ValueError):
         return False
     return True
-
-
-def _is_large(payload: Any) -> bool:
-    return len(getattr(payload, "body", b"")) >= LARGE_BODY_BYTES
 
 
 class _Worker:
@@ -178,7 +198,7 @@ class SolverPool:
         self._all: list[_Worker] = []
         self._waiting: deque[asyncio.Future[_Worker]] = deque()
         self.recycled = 0  # workers killed and replaced (overrun, crash, out of memory)
-        self.renewed = 0  # workers replaced after a large body (LARGE_BODY_BYTES), their work done
+        self.renewed = 0  # workers replaced after their heap grew (RENEW_AFTER_GROWTH_BYTES), their work done
 
     @property
     def in_flight(self) -> int:
@@ -225,7 +245,7 @@ class SolverPool:
                 raise
             if answer.recycle:
                 self._replace(worker)
-            elif _is_large(payload):
+            elif answer.renew:
                 self._replace(worker, renewal=True)
             else:
                 self._release(worker)
@@ -273,8 +293,8 @@ class SolverPool:
                 self.renewed += 1
                 if not self._waiting:
                     # The fresh fork waits for the next request (_acquire_worker): forked now, it would inherit
-                    # the large body's buffers the service still holds, and keep them once the service frees them
-                    # (measured: 46 MiB private in an idle fresh worker after 250,000 units).
+                    # the buffers of the request just answered that the service still holds, and keep them once the
+                    # service frees them (measured: 46 MiB private in an idle fresh worker after 250,000 units).
                     return
             else:
                 self.recycled += 1

@@ -748,35 +748,68 @@ def test_a_worker_frees_the_parsed_fields_before_the_solver_runs(monkeypatch: py
     assert alive_at_solve == [False]
 
 
-def test_a_worker_that_planned_a_large_body_is_replaced_by_a_fresh_one() -> None:
-    # Measured 29 Nov 2026 (sixth and seventh sessions): after one request at the units cap (250,000 units, 17 MiB)
-    # the worker kept its heap, and a request of a tenth of it then peaked at 412 MiB in the service (cap 30 x body
-    # + 300 MiB = 349; 309 on a fresh server); with the worker's heap trimmed still 347-361; 311 now. The worker
-    # that planned a body of LARGE_BODY_BYTES or more is replaced by a fresh fork once its answer is in; a small
-    # body keeps its worker.
+def test_a_worker_whose_heap_grew_marks_its_answer_for_renewal() -> None:
+    # Measured 29 Nov 2026 (sixth and seventh sessions): a worker keeps what its requests leave in the heap. After
+    # 250,000 units a request of 25,000 peaked at 412 MiB in the service (cap 349; 309 fresh), and one worker that
+    # served a few 0.1-0.3 MiB requests grew from 9 to 32 MiB private, after which 0.06 MiB requests peaked at
+    # 301-312 MiB (cap 302). Now a worker whose anonymous memory grew by RENEW_AFTER_GROWTH_BYTES since it started
+    # says so in its answer (the answer's own bytes not counted).
+    from service import pool
+    from service.pool import WorkerAnswer
+
+    residue: list[bytearray] = []
+    sent: list[Any] = []
+
+    class Connection:
+        def __init__(self, payloads: list[Any]) -> None:
+            self.payloads = payloads
+
+        def recv(self) -> Any:
+            if not self.payloads:
+                raise EOFError
+            return self.payloads.pop(0)
+
+        def send(self, message: Any) -> None:
+            sent.append(message[1])
+
+    def task(payload: Any, announce: Any) -> WorkerAnswer:
+        if payload == "leave a residue":
+            residue.append(bytearray(b"x" * (pool.RENEW_AFTER_GROWTH_BYTES + (8 << 20))))  # touched: resident
+        return WorkerAnswer(200, b"x" * (pool.RENEW_AFTER_GROWTH_BYTES + (8 << 20)), "application/json")
+
+    fresh = pool.anonymous_resident_bytes()
+    assert fresh > 0  # Linux: /proc/self/statm
+    conn = Connection(["plan", "leave a residue"])
+    while pool._serve_one(conn, task, fresh):  # type: ignore[arg-type]
+        pass
+    # A large answer alone is not growth; what the request left behind is.
+    assert [answer.renew for answer in sent] == [False, True]
+
+
+def test_a_worker_marked_for_renewal_is_replaced_by_a_fresh_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     from service import pool
 
     app = create_app(Settings(pool_size=1, queue_size=0))
     snapshot = make_snapshot(algorithm={"name": "milp"}, time_limit_s=0.5)  # milp: always planned in a worker
-    small = json.dumps(snapshot).encode()
-    large = small[:-1] + b" " * pool.LARGE_BODY_BYTES + b"}"  # the same snapshot, padded past the threshold
-    headers = {"content-type": "application/json"}
     with TestClient(app) as c:
-        assert c.post(PLAN, content=small, headers=headers).status_code == 200
+        assert c.post(PLAN, json=snapshot).status_code == 200
         first = app.state.pool._all[0].process.pid
-        assert c.post(PLAN, content=small, headers=headers).status_code == 200
+        assert (
+            c.post(PLAN, json=snapshot).status_code == 200
+        )  # a small request does not grow a worker by 16 MiB
         assert app.state.pool._all[0].process.pid == first and app.state.pool.renewed == 0
-        response = c.post(PLAN, content=large, headers=headers)
+    # Every worker renewed after its answer (the workers are forked from this process: they see the patch).
+    monkeypatch.setattr(pool, "RENEW_AFTER_GROWTH_BYTES", -(1 << 40))
+    app = create_app(Settings(pool_size=1, queue_size=0))
+    with TestClient(app) as c:
+        response = c.post(PLAN, json=snapshot)
         assert response.status_code == 200, response.text
         assert check_plan(snapshot, response.json()) == []
         assert app.state.pool.renewed == 1 and app.state.pool.recycled == 0
-        # The fresh fork is made for the next request (not while the service still holds the large body).
+        # The fresh fork is made for the next request (not while the service still holds this one's buffers).
         assert app.state.pool._all == []
-        assert c.post(PLAN, content=small, headers=headers).status_code == 200
-        fresh = app.state.pool._all[0].process.pid
-        assert fresh != first and app.state.pool.renewed == 1
-        assert c.post(PLAN, content=small, headers=headers).status_code == 200
-        assert app.state.pool._all[0].process.pid == fresh
+        assert c.post(PLAN, json=snapshot).status_code == 200
+        assert app.state.pool.renewed == 2 and len(app.state.pool._all) == 0
 
 
 def test_the_service_gives_the_heap_of_a_large_body_back_after_its_answer(

@@ -10,7 +10,10 @@ Shapes (the caps of schemas/assignment.py and service/settings.py):
 - units:   10,000 nodes x 250,000 units, one load each (the unit and node caps);
 - windows: 400 nodes x 1,220 units x 4,096 windows (5M load values: the series cap at the longest series);
 - nodes:   10,000 nodes x 12,500 units x 400 windows (4M node values: the nodes x windows cap);
-- units/10, windows/10: a tenth of the units and of the load values.
+- units/10, windows/10: a tenth of the units and of the load values;
+- draining: the units cap with half the nodes draining;
+- dense: 500 nodes x 1,000 units x 2 windows (CLB's units x nodes and paper caps in a 0.1 MiB body);
+- wide: 10,000 nodes x 5,000 units (a small body with the node cap).
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ SHAPES = {
     # The units cap with the half of the nodes that holds everything draining: every unit must leave (the baselines'
     # drain, milp's starts; 7.7-10 s past a 0.2 s limit before 29 Nov).
     "draining": (10_000, 250_000, 1),
+    # Small bodies whose work is units x nodes (CLB's and the correlation algorithms' matrices): the memory cap is
+    # then about 30 MiB above the idle service (29 Nov, seventh session: CLB at 2,000 x 40 x 2 windows took 554 MiB).
+    "dense": (500, 1_000, 2),
+    "wide": (10_000, 5_000, 1),
 }
 
 
