@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # from the cache, 11-16 s without; `make` fills the cache at install). Without them the numpy code runs.
         milp_warm_up()
         gc.freeze()
+        pool.start()  # the workers' zygote, forked now: no request in flight (service.pool)
         yield
         pool.shutdown()
 

@@ -793,11 +793,11 @@ def test_a_worker_marked_for_renewal_is_replaced_by_a_fresh_fork(monkeypatch: py
     snapshot = make_snapshot(algorithm={"name": "milp"}, time_limit_s=0.5)  # milp: always planned in a worker
     with TestClient(app) as c:
         assert c.post(PLAN, json=snapshot).status_code == 200
-        first = app.state.pool._all[0].process.pid
+        first = app.state.pool._all[0].pid
         assert (
             c.post(PLAN, json=snapshot).status_code == 200
         )  # a small request does not grow a worker by 16 MiB
-        assert app.state.pool._all[0].process.pid == first and app.state.pool.renewed == 0
+        assert app.state.pool._all[0].pid == first and app.state.pool.renewed == 0
     # Every worker renewed after its answer (the workers are forked from this process: they see the patch).
     monkeypatch.setattr(pool, "RENEW_AFTER_GROWTH_BYTES", -(1 << 40))
     app = create_app(Settings(pool_size=1, queue_size=0))
