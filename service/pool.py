@@ -183,6 +183,9 @@ def _zygote_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
         service_end.close()
 
 
+ZYGOTE_ANSWER_S = 2.0
+
+
 class _Zygote:
     def __init__(self, task: Task, memory_limit_bytes: int) -> None:
         context = multiprocessing.get_context("fork")
@@ -196,13 +199,22 @@ class _Zygote:
         self.process.start()
         child_end.close()
         self._lock = threading.Lock()
+        self.broken = False
 
     def fork_worker(self) -> tuple[int, Connection]:
-        """A new worker's pid and the service's end of its pipe."""
+        """A new worker's pid and the service's end of its pipe. Raises OSError when the zygote is gone or does not
+        answer within ZYGOTE_ANSWER_S (a fork takes milliseconds); it is not asked again."""
         with self._lock:
+            if self.broken:
+                raise OSError("the zygote is gone")
+            self.broken = True  # until it answered
             self.conn.send("fork")
+            if not self.conn.poll(ZYGOTE_ANSWER_S):
+                raise OSError("the zygote did not answer")
             pid = int(self.conn.recv())
-            return pid, Connection(reduction.recv_handle(self.conn))
+            service_end = Connection(reduction.recv_handle(self.conn))
+            self.broken = False
+            return pid, service_end
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):

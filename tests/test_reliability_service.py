@@ -830,3 +830,72 @@ def test_the_service_gives_the_heap_of_a_large_body_back_after_its_answer(
             headers={"content-type": "application/json"},
         )
         assert large.status_code == 400 and given_back == [1]
+
+
+_SET_AFTER_START: list[int] = []
+
+
+def _what_the_worker_sees(payload: Any, announce: Any) -> Any:
+    from service.pool import WorkerAnswer
+
+    return WorkerAnswer(200, json.dumps([len(_SET_AFTER_START), os.getppid()]).encode(), "application/json")
+
+
+def test_workers_start_from_the_service_as_it_was_at_start_up() -> None:
+    """Seen (29 Nov 2026, seventh session): a worker forked from the service while a request of 250,000 units was in
+    flight kept a private copy of its body for good (40 MiB, idle). Workers are forked from a zygote forked at
+    start-up: what the service holds after that (here a list filled after `start`) is not in them. When the zygote
+    is gone, a worker is forked from the service process instead, and the service keeps planning."""
+    from service.pool import SolverPool
+
+    pool = SolverPool(workers=1, queue=0, retry_after_s=1, task=_what_the_worker_sees)
+    pool.start()
+    _SET_AFTER_START.extend(
+        range(1_000)
+    )  # e.g. a request's body, held by the service when a worker is forked
+    try:
+
+        async def ask() -> list[int]:
+            answer = await pool.run_isolated(None, time.monotonic() + 10)
+            return list(json.loads(answer.body))
+
+        zygote = pool._zygote
+        assert zygote is not None
+        assert asyncio.run(ask()) == [0, zygote.process.pid]
+        pool._all[0].kill()  # a new worker: from the zygote again
+        pool._all.clear()
+        pool._idle.clear()
+        assert asyncio.run(ask()) == [0, zygote.process.pid]
+        zygote.process.kill()
+        zygote.process.join(5)
+        pool._all[0].kill()
+        pool._all.clear()
+        pool._idle.clear()
+        assert asyncio.run(ask()) == [1_000, os.getpid()]  # the fallback: forked from this process
+    finally:
+        pool.shutdown()
+        _SET_AFTER_START.clear()
+
+
+def test_a_zygote_that_does_not_answer_costs_one_short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    from service import pool as pool_module
+
+    monkeypatch.setattr(pool_module, "ZYGOTE_ANSWER_S", 0.2)
+    pool = pool_module.SolverPool(workers=1, queue=0, retry_after_s=1, task=_what_the_worker_sees)
+    pool.start()
+    zygote = pool._zygote
+    assert zygote is not None and zygote.process.pid is not None
+    os.kill(zygote.process.pid, signal.SIGSTOP)
+    try:
+
+        async def ask() -> list[int]:
+            answer = await pool.run_isolated(None, time.monotonic() + 10)
+            return list(json.loads(answer.body))
+
+        started = time.monotonic()
+        assert asyncio.run(ask())[1] == os.getpid()  # forked from this process after the wait
+        assert time.monotonic() - started < 0.2 + 1.0
+        assert zygote.broken
+    finally:
+        os.kill(zygote.process.pid, signal.SIGCONT)
+        pool.shutdown()
