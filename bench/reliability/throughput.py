@@ -63,6 +63,15 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def descendants_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds so far of each process below `pid` (the workers' zygote, the workers, their children)."""
+    out: dict[int, float] = {}
+    for kid in children(pid):
+        out[kid] = cpu_seconds(kid)
+        out.update(descendants_cpu(kid))
+    return out
+
+
 def children_cpu_seconds() -> float:
     """User + system CPU time of this process's finished children (the load generator's worker processes)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -103,11 +112,13 @@ def main() -> None:
         for name, (kind, bodies) in cases.items():
             with serve(kind) as (url, process):
                 run_load(url + PLAN, bodies[:8], duration_s=1.0)  # warm-up: imports, worker forks, caches
-                workers = children(process.pid)
-                before = (cpu_seconds(process.pid), sum(map(cpu_seconds, workers)), children_cpu_seconds())
+                workers = descendants_cpu(process.pid)
+                before = (cpu_seconds(process.pid), 0.0, children_cpu_seconds())
                 results[name].append(run_load(url + PLAN, bodies, duration_s=args.duration))
                 cpu[name][0] += cpu_seconds(process.pid) - before[0]
-                cpu[name][1] += sum(map(cpu_seconds, workers)) - before[1]
+                # (a worker replaced during the run takes its CPU with it: a lower bound then)
+                after = descendants_cpu(process.pid)
+                cpu[name][1] += sum(seconds - workers.get(pid, 0.0) for pid, seconds in after.items())
                 cpu[name][2] += children_cpu_seconds() - before[2]
     load_after = os.getloadavg()
 
