@@ -186,18 +186,24 @@ def _zygote_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
 ZYGOTE_ANSWER_S = 2.0
 
 
+def _fork_child(
+    target: Callable[[Connection, Task, int], None], task: Task, memory_limit_bytes: int, name: str
+) -> tuple[Connection, multiprocessing.process.BaseProcess]:
+    """A forked child of this process running target(its end of a duplex pipe, task, memory_limit_bytes): this
+    process's end of the pipe (a Unix socket pair, which also carries file descriptors) and the child."""
+    context = multiprocessing.get_context("fork")
+    conn, child_end = context.Pipe()
+    process = context.Process(
+        target=target, args=(child_end, task, memory_limit_bytes), name=name, daemon=True
+    )
+    process.start()
+    child_end.close()
+    return conn, process
+
+
 class _Zygote:
     def __init__(self, task: Task, memory_limit_bytes: int) -> None:
-        context = multiprocessing.get_context("fork")
-        self.conn, child_end = context.Pipe()  # duplex: a Unix socket pair, which carries file descriptors
-        self.process = context.Process(
-            target=_zygote_main,
-            args=(child_end, task, memory_limit_bytes),
-            name="trimtab-zygote",
-            daemon=True,
-        )
-        self.process.start()
-        child_end.close()
+        self.conn, self.process = _fork_child(_zygote_main, task, memory_limit_bytes, "trimtab-zygote")
         self._lock = threading.Lock()
         self.broken = False
 
@@ -233,16 +239,7 @@ class _Worker:
                 return
             except (OSError, EOFError, ValueError, RuntimeError):
                 log.warning("the worker zygote is gone: forking a solver worker from the service process")
-        context = multiprocessing.get_context("fork")
-        self.conn, child_end = context.Pipe()
-        self.process = context.Process(
-            target=_worker_main,
-            args=(child_end, task, memory_limit_bytes),
-            name="trimtab-solver",
-            daemon=True,
-        )
-        self.process.start()
-        child_end.close()
+        self.conn, self.process = _fork_child(_worker_main, task, memory_limit_bytes, "trimtab-solver")
         self.pid = self.process.pid
 
     def kill(self) -> None:

@@ -47,6 +47,18 @@ def instance(
     )
 
 
+def draw_series(data: st.DataObject, units: int, windows: int, ties_up_to: int) -> np.ndarray:
+    """units x windows loads: small integers (ties), any float up to 1e6, and a tiny 1e-9."""
+    values = data.draw(
+        st.lists(
+            st.one_of(st.integers(0, ties_up_to).map(float), st.floats(0.0, 1e6), st.just(1e-9)),
+            min_size=units * windows,
+            max_size=units * windows,
+        )
+    )
+    return np.array(values).reshape(units, windows)
+
+
 def node_loads(inst: AssignmentInstance, assignment: np.ndarray, total: int) -> np.ndarray:
     return np.bincount(assignment, weights=inst.series[:, -1], minlength=total)
 
@@ -120,14 +132,7 @@ def test_clb_is_capacity_aware() -> None:
 def test_clb_objective_after_never_above_before(
     units: int, n: int, windows: int, data: st.DataObject
 ) -> None:
-    values = data.draw(
-        st.lists(
-            st.one_of(st.integers(0, 5).map(float), st.floats(0.0, 1e6), st.just(1e-9)),
-            min_size=units * windows,
-            max_size=units * windows,
-        )
-    )
-    series = np.array(values).reshape(units, windows)
+    series = draw_series(data, units, windows, ties_up_to=5)
     capacity = data.draw(st.lists(st.sampled_from([50.0, 100.0, 300.0]), min_size=n, max_size=n))
     current = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=units, max_size=units)))
     inst = instance(series, current, np.array(capacity) * max(1.0, float(series.sum(axis=0).max())))
@@ -389,14 +394,7 @@ def test_clb_search_blocks_change_no_step(data: st.DataObject) -> None:
     units = data.draw(st.integers(2, 30))
     n = data.draw(st.integers(2, 6))
     windows = data.draw(st.integers(2, 5))
-    values = data.draw(
-        st.lists(
-            st.one_of(st.integers(0, 3).map(float), st.floats(0.0, 1e6), st.just(1e-9)),
-            min_size=units * windows,
-            max_size=units * windows,
-        )
-    )
-    series = np.array(values).reshape(units, windows)
+    series = draw_series(data, units, windows, ties_up_to=3)
     current = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=units, max_size=units)))
     capacity = np.full(n, 10.0 * max(1.0, float(series.sum(axis=0).max())))
     inst = instance(
