@@ -243,7 +243,7 @@ class VarianceSearch:
             delta = self._step_deltas(movable[block])
             lowest.append(float(delta.min()))
             only = delta if len(blocks) == 1 else None
-        best = min(lowest)
+        best = float(np.min(lowest))  # (a NaN anywhere stops the search, as one matrix's min did)
         if not best < -tol:
             return None
         bound = best * (1 - TIE)
