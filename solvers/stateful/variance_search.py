@@ -29,9 +29,12 @@ from solvers.stateful.settle import resource_arrays
 # before the blocks below) a 0.1 MiB CLB body peaked at 554 MiB in the service (measured 29 Nov 2026; its cap is
 # 30 x body + 300 MiB = 303).
 MAX_SWAP_UNITS = 1_000
-# A step's temporaries (unit x column, unit x unit) are made in row blocks of at most this many cells (1 MiB of
+# A step's temporaries (unit x column, unit x unit) are made in row blocks of at most this many cells (256 KiB of
 # float64 each), so the search's memory is its fixed matrices (G, the product) plus a few blocks, whatever the size.
-BLOCK_CELLS = 1 << 17
+# Measured (29 Nov 2026, seventh session) on the swap step at 1,000 units: 2^17 cells 16-20 MiB traced, 2^16 12-16,
+# 2^15 10-14; steps no slower (blocks that stay in the cache: 4.5-5.0 ms a step at 1,000 x 40 x 120 windows against
+# 4.8 before the blocks, 4.6-5.1 at 3,000 x 100 x 24 against 5.6).
+BLOCK_CELLS = 1 << 15
 TIE = 1e-9
 
 
