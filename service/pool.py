@@ -78,9 +78,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
-# Bodies from this size on leave a heap worth giving back after their answer (the service process trims its heap:
-# give_back_heap).
-LARGE_BODY_BYTES = 1 << 20
 # A worker whose anonymous memory grew by more than this since it started is replaced once it answered (the answer's
 # own bytes not counted). Why: a worker keeps what its requests leave in the heap (glibc's freed fragments, the
 # interpreter's arenas that a few live objects hold), and the next request's peak sits on top of it. Measured
@@ -94,24 +91,21 @@ LARGE_BODY_BYTES = 1 << 20
 RENEW_AFTER_GROWTH_BYTES = 8 << 20
 
 
-def give_back_heap() -> None:
-    """Linux (glibc): return the heap a large body freed to the system (`malloc_trim`)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+def _statm_pages() -> list[int]:
+    """/proc/self/statm in pages (size, resident, shared file-backed, ...): a few us."""
+    with open("/proc/self/statm") as statm:
+        return [int(field) for field in statm.read().split()]
 
 
 def _virtual_memory_bytes() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    return _statm_pages()[0] * os.sysconf("SC_PAGE_SIZE")
 
 
 def anonymous_resident_bytes() -> int:
-    """This process's resident anonymous memory (resident minus file-backed, /proc/self/statm: a few us), 0 where
-    there is no /proc."""
+    """This process's resident anonymous memory (resident minus file-backed), 0 where there is no /proc."""
     try:
-        with open("/proc/self/statm") as statm:
-            fields = statm.read().split()
-        return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+        pages = _statm_pages()
+        return (pages[1] - pages[2]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
 

@@ -817,7 +817,7 @@ def test_the_service_gives_the_heap_of_a_large_body_back_after_its_answer(
 ) -> None:
     # The service process buffers a body before a worker gets it; after one at the units cap it kept 23 MiB more
     # than before, 6 with the heap given back (measured 29 Nov 2026, sixth session).
-    from service import middleware, pool
+    from service import middleware
 
     given_back: list[int] = []
     monkeypatch.setattr(middleware, "give_back_heap", lambda: given_back.append(1))
@@ -826,7 +826,7 @@ def test_the_service_gives_the_heap_of_a_large_body_back_after_its_answer(
         assert small.status_code == 400 and given_back == []
         large = client.post(
             PLAN,
-            content=b"{" + b" " * pool.LARGE_BODY_BYTES,
+            content=b"{" + b" " * middleware.LARGE_BODY_BYTES,
             headers={"content-type": "application/json"},
         )
         assert large.status_code == 400 and given_back == [1]
