@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.reliability.servers import serve
+from bench.reliability.servers import process_family, serve
 from service.algorithms import REGISTRY
 
 PLAN = "/v1/assignment/plan"
@@ -87,17 +87,6 @@ def _pss_bytes(pid: int) -> int:
     return 0
 
 
-def _family(pid: int) -> list[int]:
-    """The process and its descendants: the service, its solver workers, and their children (milp's second chain,
-    solvers.milp.second_chain)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    try:
-        kids = [int(p) for p in children.read_text().split()]
-    except OSError:
-        kids = []
-    return [pid, *(member for kid in kids for member in _family(kid))]
-
-
 def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int, str]:
     """(wall s, status, short answer, peak RSS bytes of the server and its workers during the request, the server's
     phases in seconds from its Server-Timing header)."""
@@ -107,7 +96,7 @@ def measure(url: str, pid: int, body: bytes) -> tuple[float, int, str, int, str]
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, sum(_pss_bytes(p) for p in _family(pid)))
+            peak = max(peak, sum(_pss_bytes(p) for p in process_family(pid)))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 
@@ -64,3 +65,13 @@ def serve(kind: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, s
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def process_family(pid: int) -> list[int]:
+    """The process and its descendants (/proc): a server, its workers' zygote, the workers, and their children
+    (milp's second chain)."""
+    try:
+        kids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        kids = []
+    return [pid, *(member for kid in kids for member in process_family(kid))]

@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 from bench.reliability.load import LoadResult, run_load
-from bench.reliability.servers import serve
+from bench.reliability.servers import process_family, serve
 
 PLAN = "/v1/assignment/plan"
 
@@ -56,20 +56,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 def descendants_cpu(pid: int) -> dict[int, float]:
     """CPU seconds so far of each process below `pid` (the workers' zygote, the workers, their children)."""
-    out: dict[int, float] = {}
-    for kid in children(pid):
-        out[kid] = cpu_seconds(kid)
-        out.update(descendants_cpu(kid))
-    return out
+    return {member: cpu_seconds(member) for member in process_family(pid)[1:]}
 
 
 def children_cpu_seconds() -> float:
