@@ -4,6 +4,7 @@ improved ELB and CLB (hypothesis, heterogeneous capacities, brute force for reac
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from typing import Any
 
@@ -18,6 +19,7 @@ from solvers.instance import AssignmentInstance
 from solvers.plan_check import check_plan
 from solvers.stateful import clb, elb, universal_hash
 from solvers.stateful.variance_search import summed_variance
+from tests.conftest import assert_problem
 
 PLAN = "/v1/assignment/plan"
 
@@ -351,6 +353,17 @@ def test_clb_units_times_staying_nodes_cap_is_422_naming_units() -> None:
         clb(instance(series, np.zeros(5_000, dtype=int), capacity), time_limit_s=0.2)
     assert error.value.loc == ("body", "units") and "500,000" in error.value.msg
     clb(instance(series, np.zeros(5_000, dtype=int), capacity[:100]), time_limit_s=0.2)  # 500,000: accepted
+
+
+def test_clb_over_the_units_times_nodes_cap_is_a_problem_over_http(client: TestClient) -> None:
+    """The same cap through the service: 422 problem+json naming `units`, never a 500."""
+    body = {
+        "nodes": [{"id": f"n{i}"} for i in range(101)],
+        "units": [{"id": f"u{k}", "node": f"n{k % 101}", "load": [1.0, 2.0]} for k in range(5_000)],
+        "algorithm": {"name": "clb"},
+    }
+    problem = assert_problem(client.post(PLAN, json=body), 422, ("body", "units"))
+    assert "500,000" in json.dumps(problem)
 
 
 def _traced_peak_mib(call: Any) -> float:
