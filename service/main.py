@@ -24,6 +24,7 @@ from service.pool import SolverPool
 from service.routers import assignment, health, splitter
 from service.settings import Settings, get_settings
 from service.telemetry import Metrics
+from solvers.linux_process import give_back_file_pages
 from solvers.milp import warm_up as milp_warm_up
 
 
@@ -58,6 +59,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # from the cache, 11-16 s without; `make` fills the cache at install). Without them the numpy code runs.
         milp_warm_up()
         gc.freeze()
+        # The libraries' pages that start-up read (LLVM to load the kernels above, OR-Tools' pandas and pyarrow, the
+        # imports' code) back to the page cache, before the zygote is forked: what requests use faults back in.
+        give_back_file_pages()
         pool.start()  # the workers' zygote, forked now: no request in flight (service.pool)
         yield
         pool.shutdown()

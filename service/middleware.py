@@ -4,8 +4,6 @@ all as problem+json."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import hmac
 import json
 import time
@@ -14,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import PROBLEM_JSON
 from service.telemetry import count_rejection
+from solvers.linux_process import give_back_heap
 
 RECEIVED_AT = (
     "trimtab_received_at"  # request state key: time.monotonic() when the request's first byte was seen
@@ -22,12 +21,6 @@ OPEN_PATHS = frozenset({"/healthz"})  # with a token set; readiness and metrics 
 # Bodies from this size on leave a heap worth giving back once their answer is sent (give_back_heap): after one at
 # the units cap the service process kept 23 MiB more than before, 6 with the heap given back (29 Nov 2026).
 LARGE_BODY_BYTES = 1 << 20
-
-
-def give_back_heap() -> None:
-    """Linux (glibc): return the heap a large body freed to the system (`malloc_trim`)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 async def _send_problem(

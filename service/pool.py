@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import gc
 import logging
 import multiprocessing
@@ -43,6 +42,7 @@ from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from service.errors import ProblemError
+from solvers.linux_process import die_with_parent
 
 T = TypeVar("T")
 log = logging.getLogger("trimtab")
@@ -69,13 +69,6 @@ class WorkerAnswer:
     migrations: int | None = None
     recycle: bool = False  # the worker ran out of memory: replace it (its heap may be fragmented)
     renew: bool = False  # the worker's heap outgrew a fresh one's (RENEW_AFTER_GROWTH_BYTES): replace it
-
-
-def _die_with_parent() -> None:
-    """Linux: the kernel kills this worker when the service process dies (PR_SET_PDEATHSIG), so no orphan keeps
-    computing (or keeps the inherited listening socket open)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
 # A worker whose anonymous memory grew by more than this since it started is replaced once it answered (the answer's
@@ -115,7 +108,7 @@ def _worker_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
     # Everything inherited from the service (its modules, app, settings) lives as long as the worker: out of the
     # collector's sight, a full collection walks only what requests allocate, and leaves the shared pages unwritten.
     gc.freeze()
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the service, which stops the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if memory_limit_bytes > 0:
@@ -150,7 +143,7 @@ def _zygote_main(conn: Connection, task: Task, memory_limit_bytes: int) -> None:
     """The zygote: on each request from the service, fork a worker and hand back its pid and the service's end of
     its pipe (a file descriptor over the socket pair). The kernel reaps the workers (SIGCHLD ignored here); the
     service kills them by pid."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)

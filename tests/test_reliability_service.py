@@ -899,3 +899,62 @@ def test_a_zygote_that_does_not_answer_costs_one_short_wait(monkeypatch: pytest.
     finally:
         os.kill(zygote.process.pid, signal.SIGCONT)
         pool.shutdown()
+
+
+def test_giving_back_file_pages_frees_them_and_changes_nothing(tmp_path: Any) -> None:
+    """The helper in a fresh interpreter: a file mapping that only it maps (16 MiB, every page read) leaves its
+    resident memory, and every mapping keeps its contents (the file's bytes, numpy's and OR-Tools' results)."""
+    data = tmp_path / "mapped.bin"
+    data.write_bytes(os.urandom(16 << 20))
+    script = f"""
+import mmap, os, zlib
+import numpy as np
+from ortools.sat.python import cp_model
+from solvers.linux_process import give_back_file_pages
+
+def resident_kib(path):
+    inside = False
+    for line in open("/proc/self/smaps"):
+        if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
+            inside = line.rstrip().endswith(path)
+        elif inside and line.startswith("Rss:"):
+            return int(line.split()[1])
+
+def work(view):
+    a = np.random.default_rng(7).random((60, 60))
+    m = cp_model.CpModel(); x = m.new_int_var(0, 10, "x"); m.maximize(x)
+    s = cp_model.CpSolver(); s.solve(m)
+    return zlib.crc32(view), float(np.linalg.svd(a)[1].sum()), s.value(x)
+
+with open({str(data)!r}, "rb") as f:
+    view = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+first = work(view)
+before = resident_kib({str(data)!r})
+hinted = give_back_file_pages()
+after = resident_kib({str(data)!r})
+print(before, after, hinted, work(view) == first)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, after, hinted, same = done.stdout.split()
+    assert int(hinted) > 0 and same == "True"
+    assert int(before) == 16 << 10 and int(after) < 1024, done.stdout
+
+
+def test_start_up_gives_back_file_pages_before_forking_the_zygote(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen (29 Nov 2026, eighth session): an idle service process held 157 MiB of file pages, LLVM's alone 69 MiB
+    (numba loads the MILP kernels with it at start-up), pyarrow and pandas (imported by OR-Tools' cp_model, never
+    called) about 30: with its workers' zygote sharing them, a third of every request's memory cap (30 x body + 300
+    MiB) before any request. The lifespan gives them back after the warm-up and before the zygote is forked (the
+    family's memory is measured by bench/reliability/deadlines.py)."""
+    from service import main as main_module
+    from service.pool import SolverPool
+
+    calls: list[str] = []
+    monkeypatch.setattr(main_module, "milp_warm_up", lambda: calls.append("warm-up"))
+    monkeypatch.setattr(main_module, "give_back_file_pages", lambda: calls.append("give back") or 0)
+    start = SolverPool.start
+    monkeypatch.setattr(SolverPool, "start", lambda pool: (calls.append("zygote"), start(pool))[1])
+    with TestClient(create_app(Settings())) as client:
+        assert client.get("/healthz").status_code == 200
+    assert calls == ["warm-up", "give back", "zygote"]

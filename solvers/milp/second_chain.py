@@ -24,7 +24,6 @@ a plan must keep (pinned units at home, draining nodes only as a way home, the b
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import mmap
 import os
 import signal
@@ -37,6 +36,7 @@ import numpy as np
 import xxhash
 
 from solvers.instance import AssignmentInstance, IntArray
+from solvers.linux_process import die_with_parent
 
 # The search helpers beside a call, this child and the full model's thread (solve._FullModelThread), share these:
 NICE = 19  # their CPU priority, the lowest: on a busy machine they get only what is idle
@@ -44,7 +44,6 @@ STOP_GRACE_S = 0.02  # the longest a call waits past its end for a stopped helpe
 MIN_SECONDS = 0.2  # least time left for a second chain to start (a fork costs milliseconds at scale)
 _HEADER = 2  # words: the stop flag, the child's perturbation count
 _SLOT_HEADER = 4  # words: sequence number (0: being written), checksum, key (d, du + dl) as two float64
-_PR_SET_PDEATHSIG = 1
 
 # Children killed but not yet reaped (a SIGKILLed process ends within milliseconds; it is reaped at the next start).
 _unreaped: list[int] = []
@@ -155,8 +154,7 @@ class SecondChain:
         return chain
 
     def _become_child(self) -> None:
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        die_with_parent()
         if os.getppid() == 1:  # the parent died before the line above took effect
             os._exit(0)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
