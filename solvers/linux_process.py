@@ -46,8 +46,8 @@ def give_back_heap() -> None:
 
 
 def give_back_file_pages() -> int:
-    """Page out every file-backed mapping of this process (MADV_PAGEOUT), and return how many mappings the kernel
-    took the hint for.
+    """Page out the file-backed mappings of this process that hold no page of its own (MADV_PAGEOUT), and return how
+    many mappings the kernel took the hint for.
 
     Why: starting the service reads far more of its libraries than serving requests does. Measured (29 Nov 2026,
     eighth session), the service process held 157 MiB of file pages once started: LLVM (llvmlite, 69 MiB), which only
@@ -56,27 +56,33 @@ def give_back_file_pages() -> int:
     nothing it cannot reclaim, but they are this process's resident memory (its RSS and PSS, what `top`, `docker
     stats` and the memory benchmark count), and every worker forked from it would share them.
 
-    What the hint does: the kernel reclaims the pages that only this process maps (the pages stay in the files; the
-    contents of every mapping are unchanged, so a library page written by the loader, its relocations, stays, or
-    goes to swap where there is some). A page used again faults back in from the page cache or the disk: the first
-    requests after start-up pay those faults once (milliseconds), and a request's memory then counts what it uses.
+    What the hint does: the kernel drops the pages that only this process maps; they stay in their files, and a page
+    used again faults back in (the first requests after start-up pay those faults once, milliseconds; a request's
+    memory then counts what it uses). Mappings holding anonymous pages (a library's data that the loader relocated,
+    copied on write) are left alone: paging those out would send them to swap where there is some, not drop them.
     Call it once, after start-up's imports and warm-up, before forking the processes that should not hold the pages.
     """
     libc = _libc()
     if libc is None:
         return 0
-    hinted = 0
     try:
-        with open("/proc/self/maps") as maps:
-            lines = maps.readlines()
+        with open("/proc/self/smaps") as smaps:
+            lines = smaps.read().splitlines()
     except OSError:
         return 0
+    hinted = 0
+    # smaps: a header line per mapping (address perms offset dev inode path), then its "Key: value kB" lines
+    mapping: tuple[int, int] | None = None
     for line in lines:
-        # address perms offset dev inode path: a path (not [heap], [stack], an anonymous mapping) is a file
         fields = line.split(maxsplit=5)
-        if len(fields) < 6 or not fields[5].startswith("/"):
-            continue
-        low, high = (int(address, 16) for address in fields[0].split("-"))
-        if libc.madvise(low, high - low, _MADV_PAGEOUT) == 0:
-            hinted += 1
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            mapping = None
+            # a path: a file (not [heap], [stack], an anonymous mapping)
+            if len(fields) == 6 and fields[5].startswith("/"):
+                low, high = (int(address, 16) for address in fields[0].split("-"))
+                mapping = (low, high)
+        elif mapping is not None and fields[0] == "Anonymous:":
+            if fields[1] == "0" and libc.madvise(mapping[0], mapping[1] - mapping[0], _MADV_PAGEOUT) == 0:
+                hinted += 1
+            mapping = None
     return hinted
