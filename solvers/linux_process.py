@@ -1,8 +1,9 @@
-"""Linux process housekeeping through glibc (ctypes), for the service's processes and the MILP's second chain: each
+"""Process housekeeping through glibc (ctypes), for the service's processes and the MILP's second chain: each
 helper is a no-op where the call does not exist (another platform, another libc).
 
 - `die_with_parent`: the kernel kills this process when its parent dies (PR_SET_PDEATHSIG).
 - `give_back_heap`: glibc returns the free memory at the top of its heaps to the system (malloc_trim).
+- `flush_c_stdio`: C's buffered output streams are written out (fflush).
 - `give_back_file_pages`: the process's file-backed pages (shared libraries' code and read-only data, memory-mapped
   files) go back to the page cache (MADV_PAGEOUT); what is used again faults back in from there.
 """
@@ -43,6 +44,15 @@ def give_back_heap() -> None:
     if libc is not None:
         with contextlib.suppress(AttributeError):
             libc.malloc_trim(0)
+
+
+def flush_c_stdio() -> None:
+    """Write out every C stdio stream's buffer (`fflush(NULL)`): what a C library printed is in its file before the
+    file descriptor is moved."""
+    libc = _libc()
+    if libc is not None:
+        with contextlib.suppress(AttributeError):
+            libc.fflush(None)
 
 
 def give_back_file_pages() -> int:

@@ -3,14 +3,25 @@ partitioning (METIS through pymetis), union-find for ALBIC's sets (step 2)."""
 
 from __future__ import annotations
 
+import contextlib
 import heapq
+import logging
 import math
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pymetis
 import scipy.sparse as sp
 
 from solvers.instance import AssignmentInstance, FloatArray, IntArray
+from solvers.linux_process import flush_c_stdio
+
+metis_log = logging.getLogger("trimtab.metis")
 
 # METIS takes integer weights: float weights are scaled so that the largest becomes this (and at least 1 where > 0).
 METIS_WEIGHT_SCALE = 1_000_000
@@ -93,6 +104,49 @@ def _integer_weights(values: FloatArray, minimum: int) -> list[int]:
     return np.maximum(scaled, minimum).tolist()
 
 
+# The file standard output goes to while METIS runs (see _metis_output_logged): one per process, made on first use,
+# emptied after each call; a lock, as descriptor 1 is the process's.
+_captured: list[Any] = []
+_capture_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _metis_output_logged() -> Iterator[None]:
+    """Standard output (file descriptor 1) goes to a temporary file for the block, and what was written there is
+    logged at debug level (`trimtab.metis`), one record per line.
+
+    Why: METIS complains with C's printf ("***Cannot bisect a graph with 0 vertices!", "***You are trying to
+    partition a graph into too many parts!") when target shares leave a part without vertices, which
+    `partition_graph` then completes. On the service's standard output those lines sat among its JSON log lines (44 in
+    10,000 fuzz cases). A file, not a pipe: nothing can block however much is written. Anything else the process
+    writes to descriptor 1 meanwhile is logged the same way (a solver worker runs one request at a time). About 5 us
+    a call (the file is made once per process)."""
+    with _capture_lock:
+        if not _captured or _captured[0][0] != os.getpid():  # (a forked child makes its own)
+            # kept open for the life of the process (already unlinked: nothing to clean up)
+            _captured[:] = [(os.getpid(), tempfile.TemporaryFile())]  # noqa: SIM115
+        captured = _captured[0][1]
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            os.dup2(captured.fileno(), 1)
+            try:
+                yield
+            finally:
+                flush_c_stdio()  # (C's buffered output, written before descriptor 1 is restored)
+                os.dup2(saved, 1)
+        finally:
+            os.close(saved)
+        if os.fstat(captured.fileno()).st_size:
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+            captured.seek(0)
+            captured.truncate()
+            for line in text.splitlines():
+                if line.strip():
+                    metis_log.debug("METIS: %s", line.strip())
+
+
 def partition_graph(
     members: IntArray,
     weights: sp.csr_matrix,
@@ -117,13 +171,14 @@ def partition_graph(
     shares = (
         None if target_share is None else (np.asarray(target_share) / float(np.sum(target_share))).tolist()
     )
-    _, membership = pymetis.part_graph(
-        n_parts,
-        pymetis.CSRAdjacency(sub.indptr.tolist(), sub.indices.tolist()),
-        vweights=_integer_weights(np.asarray(vertex_weight, dtype=np.float64), 1),
-        eweights=adjacency_weights or None,
-        tpwgts=shares,
-    )
+    with _metis_output_logged():
+        _, membership = pymetis.part_graph(
+            n_parts,
+            pymetis.CSRAdjacency(sub.indptr.tolist(), sub.indices.tolist()),
+            vweights=_integer_weights(np.asarray(vertex_weight, dtype=np.float64), 1),
+            eweights=adjacency_weights or None,
+            tpwgts=shares,
+        )
     label = np.asarray(membership, dtype=np.int64)
     # One stable sort groups the members by part (a mask per part is O(members x parts): seconds at 10,000 parts).
     order = np.argsort(label, kind="stable")
