@@ -60,7 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         milp_warm_up()
         gc.freeze()
         # The libraries' pages that start-up read (LLVM to load the kernels above, OR-Tools' pandas and pyarrow, the
-        # imports' code) back to the page cache, before the zygote is forked: what requests use faults back in.
+        # imports' code) leave the process before the zygote is forked: what requests use faults back in.
         give_back_file_pages()
         pool.start()  # the workers' zygote, forked now: no request in flight (service.pool)
         yield
