@@ -3,8 +3,11 @@
 - `ProblemH11Protocol`: requests that uvicorn rejects before the app sees them (a Content-Length that is not a
   number, malformed request lines or headers) answer an RFC 9457 problem document like every other error, instead
   of uvicorn's 400 text/plain.
-- Idle keep-alive connections close after `timeout_keep_alive`; the app itself bounds body reads (408) and every
-  plan request (time_limit_s + deadline_slack_s).
+- Every request head (request line and headers) must arrive within `request_head_timeout_s` of the connection's
+  opening or of its last answer: a partial head gets a 408 problem and the connection is closed, a silent
+  connection is closed (uvicorn times out neither, so idle sockets piled up: slowloris). Idle keep-alive connections
+  close after `timeout_keep_alive`; the app itself bounds body reads (408) and every plan request (time_limit_s +
+  deadline_slack_s).
 - SIGTERM: uvicorn stops accepting, lets requests in flight finish (each is bounded by its deadline; at most
   `timeout_graceful_shutdown`), then the app's lifespan kills the solver workers.
 """
@@ -12,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from typing import Any
 
@@ -25,20 +29,57 @@ GRACEFUL_SHUTDOWN_S = 10
 
 
 class ProblemH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, answering unparseable requests with problem+json (connection closed after)."""
+    """uvicorn's h11 protocol, answering unparseable requests with problem+json (connection closed after), and closing
+    connections that do not send a whole request head in time (see the module docstring)."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().connection_lost(exc)
+
+    def _arm_head_timer(self) -> None:
+        # One timer per request head: armed when the connection opens and when an answer ends (a few us a request).
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = None
+        if not self.transport.is_closing():
+            timeout = get_settings().request_head_timeout_s
+            self._head_timer = self.loop.call_later(timeout, self._head_timed_out)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or (self.cycle is not None and not self.cycle.response_complete):
+            return  # a request in flight: its body and its deadline have limits of their own
+        buffered, _ = self.conn.trailing_data  # bytes received and not yet a whole head
+        if not buffered:
+            self.transport.close()  # nothing sent: closed as an idle keep-alive connection is
+            return
+        timeout = get_settings().request_head_timeout_s
+        self._send_problem_and_close(
+            408, "Request Timeout", f"the request head did not arrive whole within {timeout:g} s"
+        )
 
     def send_400_response(self, msg: str) -> None:
+        self._send_problem_and_close(400, "Bad Request", f"unparseable HTTP request: {msg}")
+
+    def _send_problem_and_close(self, status: int, reason: str, detail: str) -> None:
+        title = "Bad request" if status == 400 else reason
         body = json.dumps(
-            {
-                "type": "about:blank",
-                "title": "Bad request",
-                "status": 400,
-                "detail": f"unparseable HTTP request: {msg}",
-            }
+            {"type": "about:blank", "title": title, "status": status, "detail": detail}
         ).encode()
         head = (
-            b"HTTP/1.1 400 Bad Request\r\n"
-            b"content-type: application/problem+json\r\n"
+            f"HTTP/1.1 {status} {reason}\r\n".encode() + b"content-type: application/problem+json\r\n"
             b"content-length: " + str(len(body)).encode() + b"\r\n"
             b"connection: close\r\n\r\n"
         )

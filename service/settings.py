@@ -54,6 +54,12 @@ class Settings(BaseSettings):
     body_timeout_s: float = Field(
         default=30.0, gt=0, description="A request body must arrive within this (slow uploads get 408)."
     )
+    request_head_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A connection must send each whole request head (request line and headers) within this, from "
+        "its opening or the end of its last answer (else 408 and closed; slowloris).",
+    )
     body_idle_timeout_s: float = Field(
         default=10.0, gt=0, description="At most this long between two chunks of a request body (else 408)."
     )

@@ -8,6 +8,7 @@ large body is parsed, and SIGTERM stopping a real server."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -958,3 +959,51 @@ def test_start_up_gives_back_file_pages_before_forking_the_zygote(monkeypatch: p
     with TestClient(create_app(Settings())) as client:
         assert client.get("/healthz").status_code == 200
     assert calls == ["warm-up", "give back", "zygote"]
+
+
+@pytest.mark.e2e
+def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout() -> None:
+    """Seen (29 Nov 2026, eighth session): a connection that sent nothing, or only part of a request head, was held
+    for good (still open after 25 and 50 s; uvicorn times out neither), so a few hundred of them (slowloris) would
+    take every file descriptor the service has. A connection gets request_head_timeout_s for each request head:
+    a partial head then gets a 408 problem and is closed, a silent connection is closed; a request in flight and
+    keep-alive requests are untouched."""
+    port = free_port("127.0.0.1")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service.server", "--host", "127.0.0.1", "--port", str(port)],
+        env={**os.environ, "TRIMTAB_REQUEST_HEAD_TIMEOUT_S": "1", "TRIMTAB_LOG_LEVEL": "warning"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(400):
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.05)
+        silent = socket.create_connection(("127.0.0.1", port), timeout=10)
+        partial = socket.create_connection(("127.0.0.1", port), timeout=10)
+        partial.sendall(b"POST /v1/assignment/plan HTTP/1.1\r\nHost: x\r\n")
+        started = time.monotonic()
+        assert silent.recv(1000) == b""  # closed
+        answer = b""
+        while chunk := partial.recv(65536):
+            answer += chunk
+        waited = time.monotonic() - started
+        assert 0.8 < waited < 5, waited
+        head, _, body = answer.decode().partition("\r\n\r\n")
+        assert head.startswith("HTTP/1.1 408"), answer
+        assert "application/problem+json" in head.lower() and json.loads(body)["status"] == 408
+        # A keep-alive client whose requests each take longer than the head timeout, with pauses between them
+        # shorter than the keep-alive timeout: every request answered on the same connection.
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for _ in range(2):
+                body_json = make_snapshot(algorithm={"name": "milp"}, time_limit_s=1.5)
+                response = client.post(PLAN, json=body_json)
+                assert response.status_code == 200, response.text
+                time.sleep(0.5)
+            assert client.get("/healthz").status_code == 200
+    finally:
+        server.kill()
+        server.wait()
