@@ -78,7 +78,23 @@ class BodyLimitMiddleware:
             return
         # When the request began (before its body): a plan's deadline counts from here (see RECEIVED_AT).
         scope.setdefault("state", {})[RECEIVED_AT] = time.monotonic()
-        for name, value in scope.get("headers", []):
+        headers = scope.get("headers", [])
+        if any(name == b"transfer-encoding" for name, _ in headers) and any(
+            name == b"content-length" for name, _ in headers
+        ):
+            # Seen (29 Nov 2026, eighth session): such a request waited for the body timeout (408 after 10 s; the
+            # body was read as chunked). Two framings of one body are how requests are smuggled past a proxy that
+            # reads the other one: refused at once, and the connection closed after the answer (RFC 9112, 6.3).
+            await _send_problem(
+                scope,
+                send,
+                400,
+                "Bad request",
+                "both Content-Length and Transfer-Encoding: send one of them",
+                headers=((b"connection", b"close"),),
+            )
+            return
+        for name, value in headers:
             if name == b"content-length":
                 try:
                     declared = int(value)

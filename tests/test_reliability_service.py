@@ -1004,6 +1004,23 @@ def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout
                 assert response.status_code == 200, response.text
                 time.sleep(0.5)
             assert client.get("/healthz").status_code == 200
+        # Seen the same day: a body framed twice (Content-Length and Transfer-Encoding, how requests are smuggled past
+        # a proxy) waited for the body timeout. Refused at once now, and the connection closed after the answer.
+        body = json.dumps(make_snapshot(algorithm={"name": "flux"})).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as both:
+            started = time.monotonic()
+            both.sendall(
+                b"POST /v1/assignment/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                % (len(body), len(body), body)
+            )
+            answer = b""
+            while chunk := both.recv(65536):
+                answer += chunk
+            assert time.monotonic() - started < 5
+        head, _, problem = answer.decode().partition("\r\n\r\n")
+        assert head.startswith("HTTP/1.1 400") and "connection: close" in head.lower(), answer
+        assert json.loads(problem)["status"] == 400 and "Transfer-Encoding" in json.loads(problem)["detail"]
     finally:
         server.kill()
         server.wait()
