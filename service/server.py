@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from http import HTTPStatus
 from typing import Any
 
 import uvicorn
@@ -36,6 +37,7 @@ class ProblemH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._head_timeout_s = get_settings().request_head_timeout_s
         self._arm_head_timer()
 
     def on_response_complete(self) -> None:
@@ -43,19 +45,19 @@ class ProblemH11Protocol(H11Protocol):
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def _cancel_head_timer(self) -> None:
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
-        super().connection_lost(exc)
 
     def _arm_head_timer(self) -> None:
         # One timer per request head: armed when the connection opens and when an answer ends (a few us a request).
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-        self._head_timer = None
+        self._cancel_head_timer()
         if not self.transport.is_closing():
-            timeout = get_settings().request_head_timeout_s
-            self._head_timer = self.loop.call_later(timeout, self._head_timed_out)
+            self._head_timer = self.loop.call_later(self._head_timeout_s, self._head_timed_out)
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
@@ -65,21 +67,22 @@ class ProblemH11Protocol(H11Protocol):
         if not buffered:
             self.transport.close()  # nothing sent: closed as an idle keep-alive connection is
             return
-        timeout = get_settings().request_head_timeout_s
         self._send_problem_and_close(
-            408, "Request Timeout", f"the request head did not arrive whole within {timeout:g} s"
+            408,
+            "Request Timeout",
+            f"the request head did not arrive whole within {self._head_timeout_s:g} s",
         )
 
     def send_400_response(self, msg: str) -> None:
-        self._send_problem_and_close(400, "Bad Request", f"unparseable HTTP request: {msg}")
+        self._send_problem_and_close(400, "Bad request", f"unparseable HTTP request: {msg}")
 
-    def _send_problem_and_close(self, status: int, reason: str, detail: str) -> None:
-        title = "Bad request" if status == 400 else reason
+    def _send_problem_and_close(self, status: int, title: str, detail: str) -> None:
         body = json.dumps(
             {"type": "about:blank", "title": title, "status": status, "detail": detail}
         ).encode()
         head = (
-            f"HTTP/1.1 {status} {reason}\r\n".encode() + b"content-type: application/problem+json\r\n"
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode()
+            + b"content-type: application/problem+json\r\n"
             b"content-length: " + str(len(body)).encode() + b"\r\n"
             b"connection: close\r\n\r\n"
         )

@@ -8,7 +8,6 @@ large body is parsed, and SIGTERM stopping a real server."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -968,20 +967,10 @@ def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout
     take every file descriptor the service has. A connection gets request_head_timeout_s for each request head:
     a partial head then gets a 408 problem and is closed, a silent connection is closed; a request in flight and
     keep-alive requests are untouched."""
-    port = free_port("127.0.0.1")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "service.server", "--host", "127.0.0.1", "--port", str(port)],
-        env={**os.environ, "TRIMTAB_REQUEST_HEAD_TIMEOUT_S": "1", "TRIMTAB_LOG_LEVEL": "warning"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(400):
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.05)
+    from bench.reliability.servers import serve
+
+    with serve("trimtab", env={"TRIMTAB_REQUEST_HEAD_TIMEOUT_S": "1"}) as (url, _):
+        port = httpx.URL(url).port
         silent = socket.create_connection(("127.0.0.1", port), timeout=10)
         partial = socket.create_connection(("127.0.0.1", port), timeout=10)
         partial.sendall(b"POST /v1/assignment/plan HTTP/1.1\r\nHost: x\r\n")
@@ -1021,6 +1010,3 @@ def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout
         head, _, problem = answer.decode().partition("\r\n\r\n")
         assert head.startswith("HTTP/1.1 400") and "connection: close" in head.lower(), answer
         assert json.loads(problem)["status"] == 400 and "Transfer-Encoding" in json.loads(problem)["detail"]
-    finally:
-        server.kill()
-        server.wait()
