@@ -46,8 +46,8 @@ MIN_WINDOWS = 2
 # Measured: 5,000 substreams x 100 windows took 12 s before the first run and 800 MB peak, whatever the time limit;
 # and (29 Nov 2026, seventh session) a 0.1 MiB body of 2,000 substreams x 2 windows peaked at 554 MiB in the
 # service against its cap of 30 x body + 300 MiB = 303, about 30 MiB above the idle service. 1,000 substreams keep
-# the partition at 9 MB (the paper's own experiments use 1,000). The paper variant refuses more (422 naming `units`); the improved
-# variant then searches from the current placement only.
+# the partition at 9 MB (the paper's own experiments use 1,000). The paper variant refuses more (422 naming
+# `units`); the improved variant then searches from the current placement only.
 PAPER_MAX_SUBSTREAMS = 1_000
 MAX_SUBSTREAMS = 5_000
 # The search keeps a units x staying nodes matrix (G = X Z^T, variance_search.py) and works through its steps in
