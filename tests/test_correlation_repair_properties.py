@@ -176,3 +176,27 @@ def test_repair_terminates_by_progress_not_by_its_cap_on_integer_tie_heavy_loads
     assert after.violation <= before.violation + 1e-9
     if after.violation >= before.violation - 1e-9:
         assert after.overloaded <= before.overloaded
+
+
+def test_global_fills_a_node_to_exactly_100_percent_when_that_avoids_an_overload() -> None:
+    """Found by hypothesis on a fresh clone (29 Nov 2026, eighth session): two pinned units fill n0 to exactly 100 %
+    in the last window. The exact repair's model tightened every window's limit by the worst rounding, so it called
+    n0 overloaded whatever the plan and found none without overload; the plan kept n2 at 100.7 %. Brute force finds
+    two plans within max_spread (4.8) and no node above 100 %."""
+    last = [42.0, 50.0, 52.0, 3.0, 46.0, 60.0, 58.0]
+    fourth = [0.0, 0.0, 0.0, 1.0, 8.0, 47.0, 30.0]
+    series = np.array([[0.0, 0.0, 0.0, a, b] for a, b in zip(fourth, last, strict=True)])
+    inst = AssignmentInstance(
+        node_ids=("n0", "n1", "n2"),
+        capacity=np.array([100.0, 100.0, 150.0]),
+        draining=np.zeros(3, dtype=bool),
+        unit_ids=tuple(f"u{k}" for k in range(7)),
+        current=np.array([0, 0, 0, 0, -1, -1, 0]),
+        series=series,
+        state_size=np.ones(7),
+        pinned=np.array([True, False, False, False, False, False, True]),
+    )
+    plan = solve_global(inst, max_spread=5.0)
+    _check_against_brute_force(inst, plan.assignment, 5.0)
+    _, overloaded = _spread_and_overloaded(inst, plan.assignment[None, :])
+    assert overloaded[0] == 0

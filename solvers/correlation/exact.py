@@ -8,7 +8,8 @@ windows at most MAX_TERMS), one CP-SAT model decides it exactly:
   left on draining nodes are constants;
 - constraints: every variable unit on exactly one staying node; lo <= mean utilization of n <= lo + max_spread (in
   integer units of 1/SCALE points, tightened by the worst rounding of a node's sum); each node's mean utilization at
-  most the validator's cap; the migration count within the budget;
+  most the validator's cap; the migration count within the budget; a window's load at most 100 % unless the node
+  counts as overloaded (tightened by its terms' own rounding errors, so exactly 100 % is allowed);
 - objective: the number of staying nodes above 100 % in some window (o[n] = 1 allowed when a window exceeds it),
   with the local search's plan as the hint.
 
@@ -87,7 +88,13 @@ def exact_spread_repair(
         return None
     cap_units = math.floor(cap * SCALE) - slack // 2 - 1
     overloaded = []
-    limit = 100 * SCALE - slack // 2 - 1
+    # A window's load may reach 100 % exactly (overloaded means above it). Each rounded term's own error is known:
+    # the integer sum stays within 100 % when it is at most 100 % plus the fixed part's error plus every unit's
+    # error that could lower the true sum (the negative ones). Seen (29 Nov 2026): the uniform tightening by
+    # (units + 1) / 2 units called two pinned units filling a node to exactly 100 % overloaded, so the model found
+    # no plan without overload where the brute force found two.
+    error = w - unit_util  # (U, n, k): rounded minus true
+    limits = np.floor(100 * SCALE + (f - fixed_util) + np.minimum(error, 0.0).sum(axis=0)).astype(np.int64)
     for j in range(n):
         mean_j = sum(int(w_mean[u, j]) * x[u, j] for u in range(len(units))) + int(f_mean[j])
         model.add(mean_j >= lo)
@@ -98,7 +105,7 @@ def exact_spread_repair(
         big = int(w[:, j, :].sum(axis=0).max() + f[j].max() + 1)
         for t in params.windows.tolist():
             load_jt = sum(int(w[u, j, t]) * x[u, j] for u in range(len(units)) if w[u, j, t]) + int(f[j, t])
-            model.add(load_jt <= limit + big * o)
+            model.add(load_jt <= int(limits[j, t]) + big * o)
     model.add(sum(overloaded) <= params.max_overloaded)
     if inst.max_migrations is not None:
         origin = inst.current[units]
