@@ -32,6 +32,18 @@ def test_healthz(client: TestClient) -> None:
     assert response.json() == {"status": "ok"}
 
 
+def test_probes_answer_head_as_they_answer_get(client: TestClient) -> None:
+    """Seen: HEAD /healthz answered 405, where load balancers' health checks (HAProxy's `option httpchk HEAD`,
+    uptime monitors) send HEAD. A HEAD answers what GET answers, without the body (RFC 9110, 9.3.2), and stays out
+    of the OpenAPI document (one operation a path)."""
+    for path in ("/healthz", "/readyz", "/metrics"):
+        get, head = client.get(path), client.head(path)
+        assert head.status_code == get.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"], path
+    operations = client.get("/openapi.json").json()["paths"]
+    assert all(list(operations[path]) == ["get"] for path in ("/healthz", "/readyz", "/metrics"))
+
+
 def test_readyz_when_idle_reports_capacity() -> None:
     with TestClient(create_app(Settings(pool_size=3, queue_size=2))) as c:
         response = c.get("/readyz")
@@ -162,8 +174,10 @@ def test_auth_on_accepts_the_token(authed: TestClient) -> None:
 def test_auth_on_leaves_only_liveness_open(authed: TestClient) -> None:
     """Issue 9: with a token set, /metrics, /readyz, /openapi.json, /docs and /redoc answered without it."""
     assert authed.get("/healthz").status_code == 200
+    assert authed.head("/healthz").status_code == 200
     for path in ("/readyz", "/metrics", "/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"):
         assert_problem(authed.get(path), 401)
+        assert authed.head(path).status_code == 401
         assert authed.get(path, headers={"authorization": "Bearer s3cret-token"}).status_code == 200
 
 
