@@ -6,6 +6,8 @@ Python scalars against `budget_delta`. (Whole answers, plans and bounds are comp
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -107,6 +109,16 @@ def test_one_call_helpers_equal_numpy() -> None:
     mask = values > 2
     assert np.array_equal(local_search._indices(mask), np.flatnonzero(mask))
     assert local_search._first_of_runs(values).tolist() == [0, 2, 3, 6]
+
+
+def test_common_step_of_denormal_and_huge_loads_is_none_without_numpy_warnings() -> None:
+    """Seen in the fuzz run (bench.reliability.fuzz): loads of 5e-324 beside 3.0 overflowed the sample test's
+    divisions, and numpy's RuntimeWarnings reached the service's standard error. Such loads have no step."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bounds.common_step(np.array([5e-324, 1e-300, 3.0])) is None
+        assert bounds.common_step(np.array([1e-300, 1e300])) is None
+        assert bounds.common_step(np.array([2.0, 4.0, 6.0])) == 2.0
 
 
 @settings(max_examples=300, deadline=None)

@@ -221,16 +221,23 @@ def common_step(loads: FloatArray) -> float | None:
     if _first_values_fail_every_step(sample[:8].tolist(), smallest):  # the sample's test below then fails too
         return None
     # A cheap look at a sample first, every step at once: real-valued loads fail here for all of them.
-    steps = smallest / np.arange(1, 13, dtype=np.float64)
-    trials = sample[None, :] / steps[:, None]
-    nearest = np.rint(trials)
-    sample_ok = ~np.any(np.abs(trials - nearest) > 1e-9 * np.maximum(1.0, nearest), axis=1)
-    for parts in (sample_ok.nonzero()[0] + 1).tolist():
-        step = smallest / parts
-        multiples = loads / step
-        rounded = np.rint(multiples)
-        if np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded)) and rounded.max() < 2**53:
-            return step * float(np.gcd.reduce(rounded.astype(np.int64)))
+    # Denormal or huge loads overflow these divisions (a step of 0, a multiple of inf): the NaNs they make pass the
+    # sample's test, never the full one (a comparison with NaN is false, and `rounded` must stay below 2^53), so
+    # such loads have no step; numpy's warnings about them are silenced, not the outcome.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        steps = smallest / np.arange(1, 13, dtype=np.float64)
+        trials = sample[None, :] / steps[:, None]
+        nearest = np.rint(trials)
+        sample_ok = ~np.any(np.abs(trials - nearest) > 1e-9 * np.maximum(1.0, nearest), axis=1)
+        for parts in (sample_ok.nonzero()[0] + 1).tolist():
+            step = smallest / parts
+            multiples = loads / step
+            rounded = np.rint(multiples)
+            if (
+                np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded))
+                and rounded.max() < 2**53
+            ):
+                return step * float(np.gcd.reduce(rounded.astype(np.int64)))
     return None
 
 

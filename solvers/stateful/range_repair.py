@@ -113,7 +113,9 @@ def _move_block(
         valid &= cluster.moved_cost + cost <= inst.max_migration_cost * (1 + 1e-12)
     if not valid.any():
         return None
-    score = np.where(valid, improvement / (np.maximum(cost, 0.0) + _state_unit(inst.state_size)), -np.inf)
+    # (state sizes of 1e-300 make some scores inf: those steps tie, and argmax takes the first, still a valid step)
+    with np.errstate(over="ignore"):
+        score = np.where(valid, improvement / (np.maximum(cost, 0.0) + _state_unit(inst.state_size)), -np.inf)
     r, c = np.unravel_index(int(np.argmax(score)), score.shape)
     return float(score[r, c]), int(rows[r]), int(cols[c])
 
