@@ -42,6 +42,11 @@ def test_probes_answer_head_as_they_answer_get(client: TestClient) -> None:
         assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"], path
     operations = client.get("/openapi.json").json()["paths"]
     assert all(list(operations[path]) == ["get"] for path in ("/healthz", "/readyz", "/metrics"))
+    # Another method's 405 names the documented GET in Allow (schemathesis' ST205; it said HEAD when the HEAD route
+    # came first)
+    for path in ("/healthz", "/readyz", "/metrics"):
+        refused = client.put(path)
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET", path
 
 
 def test_readyz_when_idle_reports_capacity() -> None:
