@@ -12,8 +12,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from solvers import integer_scaling
 from solvers.instance import AssignmentInstance
-from solvers.milp import bounds, local_search
+from solvers.milp import local_search
 from solvers.milp.local_search import LocalSearch, _lower_quartile
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,9 +117,9 @@ def test_common_step_of_denormal_and_huge_loads_is_none_without_numpy_warnings()
     divisions, and numpy's RuntimeWarnings reached the service's standard error. Such loads have no step."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert bounds.common_step(np.array([5e-324, 1e-300, 3.0])) is None
-        assert bounds.common_step(np.array([1e-300, 1e300])) is None
-        assert bounds.common_step(np.array([2.0, 4.0, 6.0])) == 2.0
+        assert integer_scaling.common_step(np.array([5e-324, 1e-300, 3.0])) is None
+        assert integer_scaling.common_step(np.array([1e-300, 1e300])) is None
+        assert integer_scaling.common_step(np.array([2.0, 4.0, 6.0])) == 2.0
 
 
 @settings(max_examples=300, deadline=None)
@@ -133,13 +134,13 @@ def test_common_step_of_denormal_and_huge_loads_is_none_without_numpy_warnings()
 )
 def test_common_step_with_its_scalar_precheck_is_common_step_without(loads: list[float]) -> None:
     values = np.array(loads)
-    fast = bounds.common_step(values)
-    original = bounds._first_values_fail_every_step
+    fast = integer_scaling.common_step(values)
+    original = integer_scaling._first_values_fail_every_step
     try:
-        bounds._first_values_fail_every_step = lambda values, smallest: False
-        slow = bounds.common_step(values)
+        integer_scaling._first_values_fail_every_step = lambda values, smallest: False
+        slow = integer_scaling.common_step(values)
     finally:
-        bounds._first_values_fail_every_step = original
+        integer_scaling._first_values_fail_every_step = original
     assert fast == slow
 
 

@@ -26,7 +26,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.correlation.stats import LoadState
-from solvers.instance import IntArray
+from solvers.instance import FloatArray, IntArray
+from solvers.integer_scaling import common_step
 
 MAX_TERMS = 8_000  # variable units x staying nodes x windows
 SCALE = 10_000  # integer units per utilization point
@@ -88,13 +89,18 @@ def exact_spread_repair(
         return None
     cap_units = math.floor(cap * SCALE) - slack // 2 - 1
     overloaded = []
-    # A window's load may reach 100 % exactly (overloaded means above it). Each rounded term's own error is known:
+    # A window's load may reach 100 % exactly (overloaded means above it). Where the loads and capacities are
+    # multiples of one step (counts: the common case), the windows are modelled in those steps, exactly
+    # (_exact_window_terms). Otherwise each rounded utilization term's own error is known:
     # the integer sum stays within 100 % when it is at most 100 % plus the fixed part's error plus every unit's
     # error that could lower the true sum (the negative ones). Seen (29 Nov 2026): the uniform tightening by
     # (units + 1) / 2 units called two pinned units filling a node to exactly 100 % overloaded, so the model found
     # no plan without overload where the brute force found two.
     error = w - unit_util  # (U, n, k): rounded minus true
     limits = np.floor(100 * SCALE + (f - fixed_util) + np.minimum(error, 0.0).sum(axis=0)).astype(np.int64)
+    window_terms = _exact_window_terms(state.series[units], fixed, state.capacity[staying])
+    if window_terms is not None:
+        w, f, limits = window_terms
     for j in range(n):
         mean_j = sum(int(w_mean[u, j]) * x[u, j] for u in range(len(units))) + int(f_mean[j])
         model.add(mean_j >= lo)
@@ -136,3 +142,27 @@ def exact_spread_repair(
     for u, unit in enumerate(units.tolist()):
         out[unit] = int(staying[next(j for j in range(n) if solver.boolean_value(x[u, j]))])
     return out
+
+
+def _exact_window_terms(
+    unit_series: FloatArray, fixed: FloatArray, capacity: FloatArray
+) -> tuple[IntArray, IntArray, IntArray] | None:
+    """The window constraints in load units when every load, fixed sum and capacity is a multiple of one step g:
+    (w[u, j, t], f[j, t], limit[j, t]) in units of g, so that "the window's load is at most the capacity" is exact in
+    integers (a node at exactly 100 % passes whatever its capacity); None otherwise, or when the sums could leave
+    int64. Seen (29 Nov 2026): capacities of 150 and integer loads, a window at 52 + 58 + 40 = 150; in utilization
+    units each term rounds (40 / 150 = 26,666.67 units, 110 / 150 = 73,333.33) and the sound tightening by their
+    errors called that window overloaded, so the model found no plan without overload where brute force found one."""
+    values = np.concatenate([unit_series.ravel(), fixed.ravel(), capacity])
+    step = common_step(values)
+    if step is None:
+        return None
+    w_load = np.rint(unit_series / step).astype(np.int64)  # (U, k)
+    f_load = np.rint(fixed / step).astype(np.int64)  # (n, k)
+    cap_load = np.rint(capacity / step).astype(np.int64)  # (n,)
+    if float(w_load.sum(axis=0).max(initial=0)) + float(f_load.max(initial=0)) >= 2**60:
+        return None
+    n = len(capacity)
+    w = np.broadcast_to(w_load[:, None, :], (len(w_load), n, w_load.shape[1]))
+    limits = np.broadcast_to(cap_load[:, None], f_load.shape)
+    return w, f_load, limits

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray
+from solvers.integer_scaling import common_step
 from solvers.metrics import SMALL_UNITS, pairwise_sum
 
 RELATIVE_TOLERANCE = 1e-12  # floating-point slack on sums compared with budgets
@@ -188,57 +189,6 @@ def hot_unit_bound(instance: AssignmentInstance) -> float:
         bound = max(bound, float(np.max(100.0 * pinned_load[active] / instance.capacity[active])) - mean)
         bound = max(bound, 100.0 * float(pinned_load[instance.draining].sum()) / c_staying)
     return max(bound, 0.0)
-
-
-def _first_values_fail_every_step(values: list[float], smallest: float) -> bool:
-    """Whether, for every step smallest / 1..12, one of `values` is no multiple of it: common_step's sample test on
-    a few values, on Python floats (the same IEEE divisions; round() rounds half to even as np.rint), so that
-    real-valued loads are ruled out in a few microseconds (at 100 units the whole sample's arrays cost more)."""
-    for parts in range(1, 13):
-        step = smallest / float(parts)
-        if step == 0.0:
-            return False  # underflow (denormal loads): the array test decides
-        for value in values:
-            trial = value / step
-            if not math.isfinite(trial):
-                return False  # the array test decides
-            nearest = float(round(trial))
-            if abs(trial - nearest) > 1e-9 * max(1.0, nearest):
-                break
-        else:
-            return False
-    return True
-
-
-def common_step(loads: FloatArray) -> float | None:
-    """The largest g with every value an integer multiple of g (within float noise), or None (no such step found:
-    loads are not multiples of a small fraction of the smallest positive load)."""
-    positive = loads[loads > 0]
-    if not len(positive):
-        return None
-    smallest = float(positive.min())
-    sample = positive[:: max(1, len(positive) // 512)]
-    if _first_values_fail_every_step(sample[:8].tolist(), smallest):  # the sample's test below then fails too
-        return None
-    # A cheap look at a sample first, every step at once: real-valued loads fail here for all of them.
-    # Denormal or huge loads overflow these divisions (a step of 0, a multiple of inf): the NaNs they make pass the
-    # sample's test, never the full one (a comparison with NaN is false, and `rounded` must stay below 2^53), so
-    # such loads have no step; numpy's warnings about them are silenced, not the outcome.
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        steps = smallest / np.arange(1, 13, dtype=np.float64)
-        trials = sample[None, :] / steps[:, None]
-        nearest = np.rint(trials)
-        sample_ok = ~np.any(np.abs(trials - nearest) > 1e-9 * np.maximum(1.0, nearest), axis=1)
-        for parts in (sample_ok.nonzero()[0] + 1).tolist():
-            step = smallest / parts
-            multiples = loads / step
-            rounded = np.rint(multiples)
-            if (
-                np.all(np.abs(multiples - rounded) <= 1e-9 * np.maximum(1.0, rounded))
-                and rounded.max() < 2**53
-            ):
-                return step * float(np.gcd.reduce(rounded.astype(np.int64)))
-    return None
 
 
 def utilization_steps(instance: AssignmentInstance) -> FloatArray | None:

@@ -20,8 +20,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.instance import IntArray
-from solvers.integer_scaling import finite_scale
-from solvers.milp.bounds import common_step
+from solvers.integer_scaling import common_step, finite_scale
 from solvers.milp.model import BackendResult, MoveModel
 
 LIGHT_PRESOLVE_ABOVE = (
