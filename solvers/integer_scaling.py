@@ -74,3 +74,28 @@ def common_step(loads: FloatArray) -> float | None:
             ):
                 return step * float(np.gcd.reduce(rounded.astype(np.int64)))
     return None
+
+
+DECIMAL_SHIFTS = 10  # 10^0 .. 10^9: loads given to a nanounit
+
+
+def integer_step(values: FloatArray) -> float | None:
+    """A step g of which every value is an integer multiple (within float noise), or None: `common_step` (a fraction
+    of the smallest value), else the values as integers after a decimal shift (x 10^0 .. 10^9), g their gcd over the
+    shift. common_step alone misses integers whose smallest is 13 (it tries 13/1 .. 13/12, not 13/13)."""
+    step = common_step(values)
+    if step is not None:
+        return step
+    positive = np.abs(values[values != 0])
+    if not len(positive):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):  # (huge values: inf, never a multiple)
+        for shift in range(DECIMAL_SHIFTS):
+            scaled = positive * 10.0**shift
+            rounded = np.rint(scaled)
+            if not rounded.max() < 2**53:
+                return None
+            # (a shift's float noise is ~1e-16 of the value: 1e-12 of it, so 10^9 x pi is no integer)
+            if np.all(np.abs(scaled - rounded) <= 1e-12 * rounded + 1e-9):
+                return float(np.gcd.reduce(rounded.astype(np.int64))) / 10.0**shift
+    return None

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from solvers.correlation import solve_global, solve_pairwise
 from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance
+from solvers.integer_scaling import integer_step
 
 TOL = 1e-7
 
@@ -178,6 +179,27 @@ def test_repair_terminates_by_progress_not_by_its_cap_on_integer_tie_heavy_loads
         assert after.overloaded <= before.overloaded
 
 
+def _global_avoids_the_overload(
+    capacity: list[float], current: list[int], pinned: list[bool], series: np.ndarray
+) -> None:
+    """solve_global at max_spread 5 meets the brute force's spread and leaves no node above 100 % in any window."""
+    n_nodes, n_units = len(capacity), len(current)
+    inst = AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(n_nodes)),
+        capacity=np.array(capacity),
+        draining=np.zeros(n_nodes, dtype=bool),
+        unit_ids=tuple(f"u{k}" for k in range(n_units)),
+        current=np.array(current),
+        series=series,
+        state_size=np.ones(n_units),
+        pinned=np.array(pinned),
+    )
+    plan = solve_global(inst, max_spread=5.0)
+    _check_against_brute_force(inst, plan.assignment, 5.0)
+    _, overloaded = _spread_and_overloaded(inst, plan.assignment[None, :])
+    assert overloaded[0] == 0
+
+
 def test_global_fills_a_node_to_exactly_100_percent_when_that_avoids_an_overload() -> None:
     """Found by hypothesis on a fresh clone (29 Nov 2026, eighth session): two pinned units fill n0 to exactly 100 %
     in the last window. The exact repair's model tightened every window's limit by the worst rounding, so it called
@@ -186,20 +208,8 @@ def test_global_fills_a_node_to_exactly_100_percent_when_that_avoids_an_overload
     last = [42.0, 50.0, 52.0, 3.0, 46.0, 60.0, 58.0]
     fourth = [0.0, 0.0, 0.0, 1.0, 8.0, 47.0, 30.0]
     series = np.array([[0.0, 0.0, 0.0, a, b] for a, b in zip(fourth, last, strict=True)])
-    inst = AssignmentInstance(
-        node_ids=("n0", "n1", "n2"),
-        capacity=np.array([100.0, 100.0, 150.0]),
-        draining=np.zeros(3, dtype=bool),
-        unit_ids=tuple(f"u{k}" for k in range(7)),
-        current=np.array([0, 0, 0, 0, -1, -1, 0]),
-        series=series,
-        state_size=np.ones(7),
-        pinned=np.array([True, False, False, False, False, False, True]),
-    )
-    plan = solve_global(inst, max_spread=5.0)
-    _check_against_brute_force(inst, plan.assignment, 5.0)
-    _, overloaded = _spread_and_overloaded(inst, plan.assignment[None, :])
-    assert overloaded[0] == 0
+    pinned = [True, False, False, False, False, False, True]
+    _global_avoids_the_overload([100.0, 100.0, 150.0], [0, 0, 0, 0, -1, -1, 0], pinned, series)
 
 
 def test_global_fills_a_node_of_capacity_150_to_exactly_100_percent_when_that_avoids_an_overload() -> None:
@@ -211,17 +221,29 @@ def test_global_fills_a_node_of_capacity_150_to_exactly_100_percent_when_that_av
         [[0.0, 0.0, 0.0, 0.0, 0.0, last] for last in (52.0, 58.0, 1.0, 1.0, 43.0)]
         + [[0.0, 0.0, 0.0, 0.0, 48.0, 40.0], [0.0, 0.0, 14.0, 28.0, 7.0, 60.0]]
     )
-    inst = AssignmentInstance(
-        node_ids=("n0", "n1"),
-        capacity=np.array([150.0, 150.0]),
-        draining=np.zeros(2, dtype=bool),
-        unit_ids=tuple(f"u{k}" for k in range(7)),
-        current=np.array([0, 0, 1, 0, -1, -1, -1]),
-        series=series,
-        state_size=np.ones(7),
-        pinned=np.array([True, True, True, False, False, False, False]),
+    pinned = [True, True, True, False, False, False, False]
+    _global_avoids_the_overload([150.0, 150.0], [0, 0, 1, 0, -1, -1, -1], pinned, series)
+
+
+def test_global_fills_a_node_to_exactly_100_percent_whatever_the_smallest_load() -> None:
+    """Found by hypothesis right after the fix above (29 Nov 2026, ninth session): the same kind of instance with 13
+    the smallest load. The loads' step was found as a fraction of the smallest (13/1 .. 13/12), so integer loads with
+    no such step fell back to the rounded utilization terms, and n1 stayed at 100.7 % where brute force fills n0 to
+    exactly 150 within the spread (3.56). `integer_step` also tries the loads as integers."""
+    series = np.array(
+        [[0.0, 0.0, 0.0, 0.0, 0.0, 23.0], [0.0, 0.0, 13.0, 23.0, 0.0, 52.0]]
+        + [[0.0, 0.0, 0.0, 0.0, 0.0, last] for last in (58.0, 23.0, 52.0)]
+        + [[0.0, 0.0, 0.0, 0.0, 13.0, 18.0], [0.0, 0.0, 0.0, 0.0, 13.0, 52.0]]
     )
-    plan = solve_global(inst, max_spread=5.0)
-    _check_against_brute_force(inst, plan.assignment, 5.0)
-    _, overloaded = _spread_and_overloaded(inst, plan.assignment[None, :])
-    assert overloaded[0] == 0
+    pinned = [True, True, True, False, False, False, False]
+    _global_avoids_the_overload([150.0, 150.0], [0, 0, 1, 0, -1, -1, -1], pinned, series)
+
+
+def test_integer_step_finds_integer_and_decimal_steps_and_none_for_reals() -> None:
+    assert integer_step(np.array([13.0, 52.0, 150.0])) == 1.0  # common_step's fractions of 13 miss it
+    assert integer_step(np.array([13e-6, 52e-6, 150e-6])) == 1e-6
+    assert integer_step(np.array([26e6, 52e6, 150e6])) == 2e6
+    assert integer_step(np.array([0.25, 0.5, 0.75])) == 0.25
+    assert integer_step(np.array([0.1, np.pi])) is None
+    assert integer_step(np.array([0.0, 0.0])) is None
+    assert integer_step(np.array([1e300, 3.0])) is None

@@ -27,7 +27,7 @@ from ortools.sat.python import cp_model
 
 from solvers.correlation.stats import LoadState
 from solvers.instance import FloatArray, IntArray
-from solvers.integer_scaling import common_step
+from solvers.integer_scaling import integer_step
 
 MAX_TERMS = 8_000  # variable units x staying nodes x windows
 SCALE = 10_000  # integer units per utilization point
@@ -154,7 +154,7 @@ def _exact_window_terms(
     units each term rounds (40 / 150 = 26,666.67 units, 110 / 150 = 73,333.33) and the sound tightening by their
     errors called that window overloaded, so the model found no plan without overload where brute force found one."""
     values = np.concatenate([unit_series.ravel(), fixed.ravel(), capacity])
-    step = common_step(values)
+    step = integer_step(values)
     if step is None:
         return None
     w_load = np.rint(unit_series / step).astype(np.int64)  # (U, k)
