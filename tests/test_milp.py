@@ -224,6 +224,17 @@ def test_a_cost_budget_is_spent_on_cheap_state_per_load() -> None:
     assert plan.status == "optimal"
 
 
+def test_without_a_budget_what_fits_leaves_a_draining_node_beside_a_unit_that_fits_nowhere() -> None:
+    """Found by hypothesis on a fresh clone (30 Nov 2026): a unit of 1e6 that fits on no staying node (cap 100 %)
+    beside a unit of load 0 on the draining node. The search took the instance as it is and left both there;
+    largest-load-first moves the second. Now the largest stay home, as few as fit nowhere, and the rest leave."""
+    inst = instance([1.0, 0.0, 1e6], [0, 1, 1], [100.0, 100.0], draining=[False, True])
+    plan = solve_milp(inst, time_limit_s=0.5)
+    assert plan.assignment.tolist() == [0, 0, 1]
+    assert inst.draining[plan.assignment].sum() <= inst.draining[largest_load_first(inst).assignment].sum()
+    assert any("the 1 largest fit on no staying node" in note for note in plan.notes)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     loads=st.lists(st.sampled_from([1.0, 3.0, 14.0, 0.45, 7.0, 0.0, 1e-9, 1e6]), min_size=1, max_size=14),

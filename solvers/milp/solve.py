@@ -226,7 +226,14 @@ def solve_milp(
     asked = instance
     instance, start = search_problem(asked)
     if instance is not asked:
-        notes.append("no budget: every unit leaves the draining nodes (placed largest first, then searched)")
+        kept = instance.current >= 0
+        kept[kept] = instance.movable[kept] & instance.draining[instance.current[kept]]
+        notes.append(
+            "no budget: every unit leaves the draining nodes (placed largest first, then searched)"
+            if not kept.any()
+            else f"no budget: every unit that fits leaves the draining nodes (placed largest first, then searched); "
+            f"the {int(kept.sum())} largest fit on no staying node and may stay"
+        )
     # The bisection first to a thousandth of its threshold: most small calls end with a start whose own distance
     # the bound's tests rule out below (one test); the bound is refined to full precision only when they do not.
     bound = lower_bound(instance, started + 0.25 * (deadline - started), COARSE_BISECTION)
@@ -523,22 +530,50 @@ def search_problem(instance: AssignmentInstance) -> tuple[AssignmentInstance, In
     draining, loads a lattice of 0.79 points) the search kept 16-17 units on draining nodes, its model letting them
     return home and its packed start leaving what fitted nowhere in the band; and at 4,000 nodes (2,000 draining
     with all 100,000 units) its starts, moving them one step at a time, left 53,000-72,000 there after 2 s.
-    Where they do not all fit on the staying nodes, the instance as it is (some may stay, as in the baselines'
-    drain). Raises UnsolvableRequest when a unit without a node fits nowhere."""
+    Where they do not all fit on the staying nodes, the largest of them stay home, as few as a bisection over how
+    many finds, and the rest leave as above (as the baselines' drain, which moves what fits). Seen (30 Nov, a
+    hypothesis example): a unit of 1e6 that fits nowhere beside one of load 0 on the draining node made the search
+    take the instance as it is, and its plan left both there where the baselines moved the second. Raises
+    UnsolvableRequest when a unit without a node fits nowhere."""
     current = instance.current
     placed = current >= 0
     leaving = np.zeros(len(current), dtype=bool)
     leaving[placed] = instance.movable[placed] & instance.draining[current[placed]]
     if instance.max_migrations is None and instance.max_migration_cost is None and leaving.any():
-        problem = replace(
-            instance,
-            current=np.where(leaving, UNPLACED, current),
-            utilization_cap_override=instance.utilization_cap(),
-        )
-        try:
-            return problem, baselines.placed_start(problem)
-        except UnsolvableRequest:
-            pass
+        largest_first = np.flatnonzero(leaving)
+        largest_first = largest_first[np.argsort(-instance.load[largest_first], kind="stable")]
+
+        def drained(kept: int) -> tuple[AssignmentInstance, IntArray] | None:
+            """The problem and its start with the `kept` largest leaving units left home, or None (one fits
+            nowhere, or none leaves)."""
+            leave = leaving.copy()
+            leave[largest_first[:kept]] = False
+            if not leave.any():
+                return None
+            problem = replace(
+                instance,
+                current=np.where(leave, UNPLACED, current),
+                utilization_cap_override=instance.utilization_cap(),
+            )
+            try:
+                return problem, baselines.placed_start(problem)
+            except UnsolvableRequest:
+                return None
+
+        found = drained(0)
+        if found is None:
+            # Fewer kept home fit no worse in practice (not always: the placement is greedy), so a bisection finds
+            # a count that fits in O(log units) placements; it ends as its interval halves.
+            low, high = 0, len(largest_first)  # drained(low) is None; keeping `high` home leaves none
+            while high - low > 1:
+                middle = (low + high) // 2
+                attempt = drained(middle)
+                if attempt is None:
+                    low = middle
+                else:
+                    high, found = middle, attempt
+        if found is not None:
+            return found
     return instance, baselines.placed_start(instance)
 
 
