@@ -73,6 +73,14 @@ class AssignmentInstance:
         return np.asarray(~self.draining, dtype=np.bool_)
 
     @cached_property
+    def on_draining(self) -> BoolArray:
+        """Units on a draining node now (units without a node are on none)."""
+        placed = self.current != UNPLACED
+        mask = np.zeros(len(self.current), dtype=np.bool_)
+        mask[placed] = self.draining[self.current[placed]]
+        return mask
+
+    @cached_property
     def mean_utilization(self) -> float:
         """Utilization of a perfectly balanced cluster: all load over the non-draining capacity (the paper's mean)."""
         return float(100.0 * self.load.sum() / self.capacity[self.active].sum())

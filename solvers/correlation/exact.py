@@ -9,7 +9,8 @@ windows at most MAX_TERMS), one CP-SAT model decides it exactly:
 - constraints: every variable unit on exactly one staying node; lo <= mean utilization of n <= lo + max_spread (in
   integer units of 1/SCALE points, tightened by the worst rounding of a node's sum); each node's mean utilization at
   most the validator's cap; the migration count within the budget; a window's load at most 100 % unless the node
-  counts as overloaded (tightened by its terms' own rounding errors, so exactly 100 % is allowed);
+  counts as overloaded (exactly 100 % is allowed: in the loads' own integer step where they have one, else with the
+  limit tightened by its terms' own rounding errors);
 - objective: the number of staying nodes above 100 % in some window (o[n] = 1 allowed when a window exceeds it),
   with the local search's plan as the hint.
 
@@ -96,11 +97,14 @@ def exact_spread_repair(
     # error that could lower the true sum (the negative ones). Seen (29 Nov 2026): the uniform tightening by
     # (units + 1) / 2 units called two pinned units filling a node to exactly 100 % overloaded, so the model found
     # no plan without overload where the brute force found two.
-    error = w - unit_util  # (U, n, k): rounded minus true
-    limits = np.floor(100 * SCALE + (f - fixed_util) + np.minimum(error, 0.0).sum(axis=0)).astype(np.int64)
     window_terms = _exact_window_terms(state.series[units], fixed, state.capacity[staying])
     if window_terms is not None:
         w, f, limits = window_terms
+    else:
+        error = w - unit_util  # (U, n, k): rounded minus true
+        limits = np.floor(100 * SCALE + (f - fixed_util) + np.minimum(error, 0.0).sum(axis=0)).astype(
+            np.int64
+        )
     for j in range(n):
         mean_j = sum(int(w_mean[u, j]) * x[u, j] for u in range(len(units))) + int(f_mean[j])
         model.add(mean_j >= lo)

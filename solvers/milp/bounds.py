@@ -165,8 +165,7 @@ def hot_unit_bound(instance: AssignmentInstance) -> float:
     c_staying = float(instance.capacity[active].sum())
     load = instance.load
     placed = instance.current != UNPLACED
-    on_draining = np.zeros(instance.n_units, dtype=bool)
-    on_draining[placed] = instance.draining[instance.current[placed]]
+    on_draining = instance.on_draining
     bound = 0.0
     # Units that must end on a staying node: not on a draining node now (pinned units there stay there).
     must = load[~on_draining]
@@ -269,12 +268,7 @@ def granularity_bound(instance: AssignmentInstance) -> float:
     at or below the previous one."""
     active = instance.active
     capacity = instance.capacity[active]
-    placed = instance.current != UNPLACED
-    if (
-        not len(capacity)
-        or capacity.max() > capacity.min()
-        or instance.draining[instance.current[placed]].any()
-    ):
+    if not len(capacity) or capacity.max() > capacity.min() or instance.on_draining.any():
         return 0.0
     step = common_step(instance.load)
     if step is None:

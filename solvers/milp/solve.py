@@ -226,8 +226,7 @@ def solve_milp(
     asked = instance
     instance, start = search_problem(asked)
     if instance is not asked:
-        kept = instance.current >= 0
-        kept[kept] = instance.movable[kept] & instance.draining[instance.current[kept]]
+        kept = instance.movable & instance.on_draining  # (the units too large for any staying node)
         notes.append(
             "no budget: every unit leaves the draining nodes (placed largest first, then searched)"
             if not kept.any()
@@ -536,9 +535,7 @@ def search_problem(instance: AssignmentInstance) -> tuple[AssignmentInstance, In
     take the instance as it is, and its plan left both there where the baselines moved the second. Raises
     UnsolvableRequest when a unit without a node fits nowhere."""
     current = instance.current
-    placed = current >= 0
-    leaving = np.zeros(len(current), dtype=bool)
-    leaving[placed] = instance.movable[placed] & instance.draining[current[placed]]
+    leaving = instance.movable & instance.on_draining
     if instance.max_migrations is None and instance.max_migration_cost is None and leaving.any():
         largest_first = np.flatnonzero(leaving)
         largest_first = largest_first[np.argsort(-instance.load[largest_first], kind="stable")]
