@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -184,6 +185,24 @@ def test_elb_scale_out_node_below_v_is_not_silent() -> None:
     loads = node_loads(inst, plan.assignment, total)
     outside = [j for j in range(total) if not 35.0 - 1e-9 <= loads[j] <= 45.0 + 1e-9]
     assert outside and "outside their range" in " ".join(plan.notes)
+
+
+@pytest.mark.parametrize("state_size", [1e-300, 1e-310, 5e-324])
+@pytest.mark.parametrize("scale", [1e6, 1e200])
+def test_elb_repair_with_tiny_state_sizes_ends_in_range_without_numpy_warnings(
+    state_size: float, scale: float
+) -> None:
+    """Issue 9 (fuzz): state sizes of 1e-300 beside large loads overflowed the range repair's score (improvement per
+    state moved) and printed a RuntimeWarning among the service's logs. The inf scores tie among valid steps, so the
+    outcome was right; the repair still ends inside the range."""
+    series = np.array([[3.0], [2.0], [2.0], [1.0], [1.0], [1.0]]) * scale
+    inst = instance(series, [0, 0, 0, 0, 1, 1], [1.0, 1.0, 1.0], state_size=[state_size] * 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = elb(inst, tolerance=0.05)
+    loads = node_loads(inst, plan.assignment, inst.n_nodes)
+    assert plan.status == "feasible"
+    assert np.allclose(np.sort(loads), np.array([3.0, 3.0, 4.0]) * scale), loads
 
 
 def test_elb_refuses_a_parallelism_over_the_node_cap() -> None:
