@@ -15,6 +15,7 @@ from bench.milp_instances import madsen_cluster, to_request
 from solvers.baselines import flux, largest_load_first
 from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import local_search, solve_milp
+from solvers.milp import solve as milp_solve
 from solvers.milp.bounds import load_distance_lower_bound
 from solvers.milp.local_search import LocalSearch
 from solvers.plan_check import check_plan
@@ -233,6 +234,30 @@ def test_without_a_budget_what_fits_leaves_a_draining_node_beside_a_unit_that_fi
     assert plan.assignment.tolist() == [0, 0, 1]
     assert inst.draining[plan.assignment].sum() <= inst.draining[largest_load_first(inst).assignment].sum()
     assert any("the 1 largest fit on no staying node" in note for note in plan.notes)
+
+
+def test_the_drained_problems_bisection_makes_no_placement_past_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found in review (30 Nov 2026): each bisection step is one placement of every leaving unit, and at 10,000
+    nodes x 250,000 units (half draining, the staying nodes full) 18 of them took 7.7 s of a 1 s limit. Past its
+    deadline the bisection makes no placement beyond the first try, and the search takes the instance as it is;
+    without a deadline it bisects to the largest unit that fits nowhere."""
+    inst = instance([1.0, 0.0, 2.0, 1e6], [0, 1, 1, 1], [100.0, 100.0], draining=[False, True])
+    placements: list[int] = []
+    placed_start = milp_solve.baselines.placed_start
+
+    def counted(problem: AssignmentInstance) -> np.ndarray:
+        placements.append(int((problem.current == -1).sum()))
+        return placed_start(problem)
+
+    monkeypatch.setattr(milp_solve.baselines, "placed_start", counted)
+    problem, _ = milp_solve.search_problem(inst, deadline=0.0)
+    assert problem is inst and placements == [3, 0]  # the first try (all leave, 1e6 fits nowhere), then as is
+    placements.clear()
+    problem, start = milp_solve.search_problem(inst)
+    assert problem is not inst and placements == [3, 2]  # then 1e6 kept home: the others leave
+    assert start.tolist() == [0, 0, 0, 1]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
