@@ -222,9 +222,11 @@ def solve_milp(
     # The last step, model round or descent may run a little past the deadline it checked: keep a margin so the
     # call returns within time_limit_s (the service adds parsing, validation and serialization on top).
     deadline = started + time_limit_s * (1 - DEADLINE_MARGIN) - 0.005
+    # The preparation (the drained problem, the bound and its refinement) ends within the first quarter of the time.
+    first_quarter = started + 0.25 * (deadline - started)
     notes: list[str] = []
     asked = instance
-    instance, start = search_problem(asked, started + 0.25 * (deadline - started))
+    instance, start = search_problem(asked, first_quarter)
     if instance is not asked:
         kept = instance.movable & instance.on_draining  # (the units too large for any staying node)
         notes.append(
@@ -235,7 +237,7 @@ def solve_milp(
         )
     # The bisection first to a thousandth of its threshold: most small calls end with a start whose own distance
     # the bound's tests rule out below (one test); the bound is refined to full precision only when they do not.
-    bound = lower_bound(instance, started + 0.25 * (deadline - started), COARSE_BISECTION)
+    bound = lower_bound(instance, first_quarter, COARSE_BISECTION)
     # points; start: every unit placed. At most RESIDUAL_GAP_MAX points: from a very unbalanced start (200 points) a
     # thousandth would stop 0.2 points above the bound, where better plans are often within reach.
     absolute_gap = min(residual_gap * instance.load_distance(start), residual_gap_max)
@@ -460,7 +462,7 @@ def solve_milp(
 
     # No start proven: the bound to full precision before the gap is judged (same tests as before).
     if not done:
-        bound = bound.refined(started + 0.25 * (deadline - started))
+        bound = bound.refined(first_quarter)
         lower = max(lower, lattice_bound(bound.value, mean, steps))
         done = settled()
     if done:
