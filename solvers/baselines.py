@@ -714,10 +714,11 @@ def random_moves(instance: AssignmentInstance, seed: int = 0, time_limit_s: floa
         node = _first_fitting(instance, budget, node_load, cap, int(unit), draws)
         budget.spend(int(unit), assignment, node)
         node_load[node] += instance.load[unit]
-    movable = np.flatnonzero(instance.movable & (instance.current >= 0))
     # Units on draining nodes go first, so random still drains; the rest are drawn in random order.
-    on_draining = movable[instance.draining[instance.current[movable]]]
-    others = rng.permutation(movable[~instance.draining[instance.current[movable]]])
+    on_draining = np.flatnonzero(instance.movable & instance.on_draining)
+    others = rng.permutation(
+        np.flatnonzero(instance.movable & (instance.current >= 0) & ~instance.on_draining)
+    )
     order = np.concatenate([rng.permutation(on_draining), others])
     destinations = rng.choice(active, size=len(order)) if len(order) else np.zeros(0, dtype=np.int64)
     for unit, dest in zip(order.tolist(), destinations.tolist(), strict=True):

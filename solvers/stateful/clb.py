@@ -340,10 +340,7 @@ def _improved(
     assignment = best.assignment
     after = best.objective
     current_placed = bool((instance.current != UNPLACED).all()) and not bool(
-        (
-            instance.draining[instance.current[instance.current >= 0]]
-            & instance.movable[instance.current >= 0]
-        ).any()
+        (instance.on_draining & instance.movable).any()
     )
     before = summed_variance(instance, series, instance.current)
     if current_placed and after >= before * (1 - 1e-12):

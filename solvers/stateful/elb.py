@@ -325,9 +325,7 @@ def elb(
     if improved:
         lo, hi = v * scale[staying], u * scale[staying]
         stays = (load[staying] >= lo - eps) & (load[staying] <= hi + eps)
-        must_move = (~placed).any() or (
-            placed & instance.movable & instance.draining[np.maximum(instance.current, 0)]
-        ).any()
+        must_move = (~placed).any() or (instance.movable & instance.on_draining).any()
         if stays.all() and not must_move:
             return Plan(
                 assignment=instance.current.copy(),
