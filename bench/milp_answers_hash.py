@@ -30,8 +30,9 @@ import numpy as np
 from solvers.errors import UnsolvableRequest
 from solvers.instance import UNPLACED, AssignmentInstance
 from solvers.milp import solve as solve_module
+from solvers.milp import warm_up
 from solvers.milp.bounds import lower_bound
-from solvers.milp.local_search import LocalSearch, warm_up
+from solvers.milp.local_search import LocalSearch
 
 
 def random_snapshot(seed: int, large: bool = False) -> AssignmentInstance:

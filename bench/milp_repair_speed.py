@@ -25,7 +25,8 @@ import numpy as np
 from bench.milp_skew import family
 from solvers.baselines import flux
 from solvers.instance import AssignmentInstance
-from solvers.milp.local_search import LocalSearch, warm_up
+from solvers.milp import warm_up
+from solvers.milp.local_search import LocalSearch
 from solvers.milp.solve import (
     DESCENT_STEPS,
     FILL_BAND,

@@ -24,8 +24,8 @@ from service.pool import SolverPool
 from service.routers import assignment, health, splitter
 from service.settings import Settings, get_settings
 from service.telemetry import Metrics
+from solvers.compiled import warm_up as compile_kernels
 from solvers.linux_process import give_back_file_pages
-from solvers.milp import warm_up as milp_warm_up
 
 
 def operation_id(route: APIRoute) -> str:
@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The MILP descent's compiled kernels (numba), compiled or loaded from their on-disk cache here, before any
         # solver worker is forked: every worker inherits them and no request's clock pays for a compile (0.4-0.8 s
         # from the cache, 11-16 s without; `make` fills the cache at install). Without them the numpy code runs.
-        milp_warm_up()
+        compile_kernels()
         gc.freeze()
         # The libraries' pages that start-up read (LLVM to load the kernels above, OR-Tools' pandas and pyarrow, the
         # imports' code) leave the process before the zygote is forked: what requests use faults back in.

@@ -112,9 +112,9 @@ def _variance(rows: FloatArray, axis: int) -> FloatArray:
     return np.asarray(np.add.reduce(deviation * deviation, axis=axis) / n, dtype=np.float64)
 
 
-# Up to this many units, the solvers' small-instance paths run on Python lists: the statistics of single loads
-# (`_single_load_stats`), the answer (service.adapters), flux (solvers.baselines) and the bound's test
-# (solvers.milp.bounds). On small instances numpy's per-call overhead is most of the cost; above it, each O(units)
+# Up to this many units, the small-instance paths run on Python lists: the statistics of single loads
+# (`_single_load_stats`), the answer (service.adapters) and the bound's test (solvers.milp.bounds); flux runs
+# compiled (solvers/baseline_kernels.py). On small instances numpy's per-call overhead is most of the cost; above it, each O(units)
 # Python pass loses to numpy. Same numbers, bit for bit: sums are taken in numpy's own order (`pairwise_sum`),
 # everything else is element-wise (tests/test_small_paths.py).
 SMALL_UNITS = 512

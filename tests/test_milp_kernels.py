@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from solvers.compiled import writable_cache
 from solvers.instance import AssignmentInstance
 from solvers.milp import kernels as compiled
 from solvers.milp import local_search
@@ -343,7 +344,7 @@ def test_a_read_only_cache_is_used_from_a_writable_copy(
     monkeypatch.setattr(
         os, "access", lambda path, mode: real_access(path, mode) and Path(path) != image_cache
     )
-    local_search._writable_cache()
+    writable_cache()
     copy = temporary / "trimtab-numba-cache"
     assert str(copy) == config.CACHE_DIR
     assert (copy / "milp_0123" / "kernels.step-1.py311.nbi").read_bytes() == b"an index"
@@ -353,8 +354,8 @@ def test_a_writable_cache_is_used_where_it_is(tmp_path: Path, monkeypatch: pytes
     from numba.core import config
 
     monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path))
-    local_search._writable_cache()
+    writable_cache()
     assert str(tmp_path) == config.CACHE_DIR
     monkeypatch.setattr(config, "CACHE_DIR", "")  # no cache directory set: numba's own places (in the tree)
-    local_search._writable_cache()
+    writable_cache()
     assert config.CACHE_DIR == ""

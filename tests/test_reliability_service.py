@@ -951,7 +951,7 @@ def test_start_up_gives_back_file_pages_before_forking_the_zygote(monkeypatch: p
     from service.pool import SolverPool
 
     calls: list[str] = []
-    monkeypatch.setattr(main_module, "milp_warm_up", lambda: calls.append("warm-up"))
+    monkeypatch.setattr(main_module, "compile_kernels", lambda: calls.append("warm-up"))
     monkeypatch.setattr(main_module, "give_back_file_pages", lambda: calls.append("give back") or 0)
     start = SolverPool.start
     monkeypatch.setattr(SolverPool, "start", lambda pool: (calls.append("zygote"), start(pool))[1])

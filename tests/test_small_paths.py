@@ -80,41 +80,44 @@ def instance_of(body: dict[str, Any]) -> AssignmentInstance:
     return to_instance(AssignmentRequest.model_validate(body))
 
 
+def _numpy_flux(instance: AssignmentInstance, monkeypatch: Any) -> Any:
+    """flux by its numpy code (as before warm_up, or where numba cannot compile)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(baselines, "_kernels", None)
+        return baselines.flux(instance)
+
+
 @SETTINGS
 @given(body=small_snapshots())
-def test_flux_on_lists_plans_exactly_as_flux_on_arrays(body: dict[str, Any], monkeypatch_module: Any) -> None:
-    small = baselines.flux(instance_of(body))
-    assert baselines._plain_small(instance_of(body))
-    with monkeypatch_module.context() as patch:
-        patch.setattr(baselines, "SMALL_UNITS", 0)  # every instance takes the numpy path
-        assert not baselines._plain_small(instance_of(body))
-        large = baselines.flux(instance_of(body))
-    assert small.assignment.tolist() == large.assignment.tolist()
-    assert small.status == large.status
+def test_compiled_flux_plans_exactly_as_flux_on_arrays(body: dict[str, Any], monkeypatch_module: Any) -> None:
+    assert baselines.warm_up()
+    assert baselines._plain(instance_of(body))
+    compiled = baselines.flux(instance_of(body))
+    reference = _numpy_flux(instance_of(body), monkeypatch_module)
+    assert compiled.assignment.tolist() == reference.assignment.tolist()
+    assert compiled.status == reference.status
 
 
 @SETTINGS
 @given(body=small_snapshots(), cap=st.sampled_from([None, 0.0, 1e-9, 50.0, 100.0, 150.0, 1e4]))
-def test_flux_search_plans_as_the_numpy_path_under_any_receiver_cap(
+def test_compiled_flux_plans_as_the_numpy_path_under_any_receiver_cap(
     body: dict[str, Any], cap: float | None, monkeypatch_module: Any
 ) -> None:
-    """The binary search of the small path (solvers.baselines._flux_small) against the numpy path's pass over the
-    giver's units, with a receiver cap below the current peak too (a derived instance's override): the cap test
-    then stops the helping units short of the crossing, and the search falls back to the last unit that fits."""
-    small_instance = dataclasses.replace(instance_of(body), utilization_cap_override=cap)
-    assert baselines._plain_small(small_instance)
-    small = baselines.flux(small_instance)
-    with monkeypatch_module.context() as patch:
-        patch.setattr(baselines, "SMALL_UNITS", 0)
-        large = baselines.flux(dataclasses.replace(instance_of(body), utilization_cap_override=cap))
-    assert small.assignment.tolist() == large.assignment.tolist()
-    assert small.status == large.status
+    """With a receiver cap below the current peak too (a derived instance's override): the cap test then rules out
+    the units that would fit the gap best."""
+    assert baselines.warm_up()
+    compiled = baselines.flux(dataclasses.replace(instance_of(body), utilization_cap_override=cap))
+    reference = _numpy_flux(
+        dataclasses.replace(instance_of(body), utilization_cap_override=cap), monkeypatch_module
+    )
+    assert compiled.assignment.tolist() == reference.assignment.tolist()
+    assert compiled.status == reference.status
 
 
 def _load_at_the_crossing(capacity_hi: float, capacity_lo: float, other: float) -> float | None:
-    """A load x that flux's search guesses at or past the crossing while its shift is still below the gap: with
-    units `other` and x on a node of capacity_hi and an empty receiver, x >= gap / per_load / 100 (the guess) but
-    100 x per_load < gap (rounding), found as the fixed point of x = gap(x) / per_load / 100 and its neighbours."""
+    """A load x whose shift rounds a hair below the gap it closes (x >= gap / per_load / 100 but 100 x per_load <
+    gap): with units `other` and x on a node of capacity_hi and an empty receiver, found as the fixed point of
+    x = gap(x) / per_load / 100 and its neighbours."""
     per_load = 1.0 / capacity_hi + 1.0 / capacity_lo
     x = other
     for _ in range(60):
@@ -129,29 +132,29 @@ def _load_at_the_crossing(capacity_hi: float, capacity_lo: float, other: float) 
     return None
 
 
-def test_flux_search_steps_past_a_guess_below_the_crossing(monkeypatch_module: Any) -> None:
-    """The search guesses the crossing by a division, then steps to it exactly: a guess one unit short (rounding
-    puts that unit's shift a hair below the gap, which random snapshots almost never do) plans as the numpy path."""
+def test_compiled_flux_plans_as_the_numpy_path_at_a_shift_a_hair_below_the_gap(
+    monkeypatch_module: Any,
+) -> None:
+    """Shifts that round a hair below the gap (which random snapshots almost never make) plan as the numpy path."""
+    assert baselines.warm_up()
     rng = np.random.default_rng(9)
-    stepped = 0
+    made = 0
     for _ in range(400):
         capacity_hi, capacity_lo = (float(c) for c in rng.choice([100.0, 50.0, 13.0, 7.5, 3.0, 1.5], size=2))
         other = float(rng.uniform(0.1, 50.0))
         x = _load_at_the_crossing(capacity_hi, capacity_lo, other)
         if x is None:
             continue
-        stepped += 1
+        made += 1
         body = {
             "nodes": [{"id": "hi", "capacity": capacity_hi}, {"id": "lo", "capacity": capacity_lo}],
             "units": [{"id": "a", "node": "hi", "load": other}, {"id": "x", "node": "hi", "load": x}],
             "algorithm": {"name": "flux"},
         }
-        small = baselines.flux(instance_of(body))
-        with monkeypatch_module.context() as patch:
-            patch.setattr(baselines, "SMALL_UNITS", 0)
-            large = baselines.flux(instance_of(body))
-        assert small.assignment.tolist() == large.assignment.tolist()
-    assert stepped >= 10  # (the case is really made, not skipped: about one draw in 15)
+        compiled = baselines.flux(instance_of(body))
+        reference = _numpy_flux(instance_of(body), monkeypatch_module)
+        assert compiled.assignment.tolist() == reference.assignment.tolist()
+    assert made >= 10  # (the case is really made, not skipped: about one draw in 15)
 
 
 @st.composite

@@ -108,8 +108,10 @@ def main() -> None:
         from bench.reliability.bare_app import app
     else:
         from service.main import create_app
+        from solvers.compiled import warm_up
 
         app = create_app()
+        warm_up()  # the compiled kernels, as the service's lifespan loads them
     answers: list[bytes] = []
     drive(app, bodies, answers)(len(bodies))  # warm-up: lazy imports, caches; and the answers hashed
     gc.freeze()  # as the service's lifespan does

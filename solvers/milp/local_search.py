@@ -21,14 +21,10 @@ The descent stops when no step helps, at `max_steps`, or at the deadline.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
@@ -84,7 +80,9 @@ def warm_up() -> bool:
     if _kernels is not None:
         return True
     try:
-        _writable_cache()
+        from solvers.compiled import writable_cache
+
+        writable_cache()
         from solvers.milp import kernels
 
         kernels.compile_all()
@@ -94,24 +92,6 @@ def warm_up() -> bool:
         return False
     _kernels = kernels
     return True
-
-
-def _writable_cache() -> None:
-    """numba uses a cache directory only where it can write (it tries a temporary file there) and compiles again
-    otherwise. A cache built into a read-only place (an image's venv under a read-only root file system, as the
-    compose file runs the service) is copied to a writable temporary directory first, so its kernels load in under
-    a second instead of compiling for 11-16 s. Runs before the kernels' module is imported: numba picks the cache
-    directory when a cached function is defined."""
-    from numba.core import config as numba_config
-
-    # numba sets its settings at import from the environment: no attributes to type-check
-    config: Any = numba_config
-    cache = config.CACHE_DIR
-    if not cache or not os.path.isdir(cache) or os.access(cache, os.W_OK):
-        return
-    copy = os.path.join(tempfile.gettempdir(), "trimtab-numba-cache")
-    shutil.copytree(cache, copy, dirs_exist_ok=True)
-    config.CACHE_DIR = copy
 
 
 def kernels_ready() -> bool:

@@ -1,0 +1,42 @@
+"""The solvers' compiled kernels (numba): the MILP descent's (solvers/milp/kernels.py) and flux's
+(solvers/baseline_kernels.py).
+
+`warm_up()` compiles each, or loads it from numba's on-disk cache, once per process where no request's clock runs
+(the service before it forks its solver workers, which inherit them; `make` fills the cache at install). Until then,
+and wherever numba cannot compile, the solvers run the numpy code each kernel replaces: the same decisions, slower.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+
+def warm_up() -> bool:
+    """Make every kernel ready in this process (idempotent); True when all are."""
+    from solvers import baselines
+    from solvers.milp import local_search
+
+    descent = local_search.warm_up()
+    flux = baselines.warm_up()
+    return descent and flux
+
+
+def writable_cache() -> None:
+    """numba uses a cache directory only where it can write (it tries a temporary file there) and compiles again
+    otherwise. A cache built into a read-only place (an image's venv under a read-only root file system, as the
+    compose file runs the service) is copied to a writable temporary directory first, so its kernels load in under
+    a second instead of compiling for 11-16 s. Runs before a kernels' module is imported: numba picks the cache
+    directory when a cached function is defined."""
+    from numba.core import config as numba_config
+
+    # numba sets its settings at import from the environment: no attributes to type-check
+    config: Any = numba_config
+    cache = config.CACHE_DIR
+    if not cache or not os.path.isdir(cache) or os.access(cache, os.W_OK):
+        return
+    copy = os.path.join(tempfile.gettempdir(), "trimtab-numba-cache")
+    shutil.copytree(cache, copy, dirs_exist_ok=True)
+    config.CACHE_DIR = copy
