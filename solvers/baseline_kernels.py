@@ -4,10 +4,12 @@ Flux on a small snapshot (10 nodes x 100 units, a budget of 10) is a few hundred
 step costs its call's overhead, and as Python on lists (the path this replaces) it was still the largest single
 part of a small plan request's CPU (74 of 475 us in process). Compiled, the same steps cost a few microseconds.
 
-The kernel takes the decisions of `baselines.flux`'s numpy code, bit for bit (tests/test_small_paths.py checks it
-against that code on ties, integer, tiny and huge loads, pins and both budgets):
+The kernels take the decisions of `baselines.flux`'s numpy code, bit for bit (tests/test_flux_kernel.py and
+tests/test_small_paths.py check them against that code on ties, integer, tiny and huge loads, pins and both
+budgets):
 - every floating-point number is computed by the same IEEE operations on the same operands in the same order (no
-  fastmath): the node sums start from `AssignmentInstance.current_node_load` and change move by move as there;
+  fastmath): the node sums are summed unit by unit as `AssignmentInstance.current_node_load` (np.bincount) sums
+  them, and change move by move as there;
 - the nodes are ordered by a stable sort of the negated utilizations (mergesort, as numpy's "stable"), the units of
   a node are taken in unit order, and the unit of least fit wins, ties to the lowest index (numpy's stable argsort
   of the fits, then the first the budget allows).
