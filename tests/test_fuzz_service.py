@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from service.algorithms import REGISTRY
 from service.main import create_app
 from service.settings import Settings
+from solvers.compiled import warm_up as compile_kernels
 from solvers.plan_check import check_plan
 from tests.conftest import PLAN
 
@@ -52,6 +53,7 @@ class MainThreadClient:
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        compile_kernels()  # as the service's lifespan does, which nothing here runs: flux inline is the compiled one
 
     def post(
         self,
