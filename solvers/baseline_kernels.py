@@ -121,10 +121,25 @@ def flux_rounds(
 @njit(cache=True, nogil=True, error_model="numpy")
 def flux_start(
     current: np.ndarray, load: np.ndarray, capacity: np.ndarray, node_load: np.ndarray, cap: np.ndarray
-) -> None:
+) -> bool:
     """Each node's load (`node_load`, summed unit by unit as np.bincount does) and, unless cap[0] holds a cap
     already (not NaN), the utilization no receiver may exceed: 100 % or the current peak if higher, as
-    `AssignmentInstance.utilization_cap` of a plain instance."""
+    `AssignmentInstance.utilization_cap` of a plain instance. False, and nothing to run, for numbers that could make
+    an infinity or a NaN on the way (a negative or non-finite load, a capacity not above 0, loads whose utilization
+    or shift overflows): the service never sends such (its schema caps every quantity), but the solvers take any
+    arrays, and the numpy code orders NaNs its own way."""
+    total = 0.0
+    for u in range(load.shape[0]):
+        if not load[u] >= 0.0:
+            return False
+        total += load[u]
+    least = np.inf
+    for i in range(capacity.shape[0]):
+        if not capacity[i] > 0.0:
+            return False
+        least = min(least, capacity[i])
+    if not np.isfinite(200.0 * total / least):  # the largest utilization, gap or shift there can be
+        return False
     node_load[:] = 0.0
     for u in range(load.shape[0]):
         node_load[current[u]] += load[u]
@@ -135,6 +150,7 @@ def flux_start(
             if util > peak:
                 peak = util
         cap[0] = peak
+    return True
 
 
 def compile_all() -> None:

@@ -343,7 +343,9 @@ def flux(instance: AssignmentInstance, time_limit_s: float | None = None) -> Pla
     `_move_cap` moves, and `time_limit_s` stops the rounds with the plan so far."""
     deadline = Deadline(time_limit_s)
     if _kernels is not None and _plain(instance):
-        return _flux_compiled(instance, deadline, _kernels)
+        compiled = _flux_compiled(instance, deadline, _kernels)
+        if compiled is not None:
+            return compiled
     assignment, node_load, budget = _start(instance)
     cap = instance.utilization_cap()
     _drain(instance, assignment, node_load, budget, cap, deadline)
@@ -430,17 +432,21 @@ def _plain(instance: AssignmentInstance) -> bool:
     )
 
 
-def _flux_compiled(instance: AssignmentInstance, deadline: Deadline, kernels: ModuleType) -> Plan:
+def _flux_compiled(instance: AssignmentInstance, deadline: Deadline, kernels: ModuleType) -> Plan | None:
     """`flux` of a plain instance by its compiled rounds, its deadline checked between calls of a bounded number of
-    rounds (a round is O(units + nodes log nodes): FLUX_STEPS_PER_CALL steps a call). The node sums and the cap
-    are computed by the kernel too: as numpy calls on a small snapshot they cost more than the whole search."""
+    rounds (a round is O(units + nodes log nodes): FLUX_STEPS_PER_CALL steps a call); None for numbers the kernels
+    leave to the numpy code (see baseline_kernels.flux_start). The node sums and the cap are computed by the kernel
+    too: as numpy calls on a small snapshot they cost more than the whole search."""
+    override = instance.utilization_cap_override
+    if override is not None and not math.isfinite(override):
+        return None
     current = np.ascontiguousarray(instance.current, dtype=np.int64)
     load = np.ascontiguousarray(instance.load, dtype=np.float64)
     capacity = np.ascontiguousarray(instance.capacity, dtype=np.float64)
     node_load = np.empty(len(capacity))
-    override = instance.utilization_cap_override
     cap = np.array([math.nan if override is None else float(override)])
-    kernels.flux_start(current, load, capacity, node_load, cap)
+    if not kernels.flux_start(current, load, capacity, node_load, cap):
+        return None
     max_moves = -1 if instance.max_migrations is None else int(instance.max_migrations)
     max_cost = instance.max_migration_cost
     cost_limit = math.inf if max_cost is None else float(max_cost) * (1 + 1e-12)  # as BudgetTracker.allows
