@@ -10,7 +10,6 @@ from __future__ import annotations
 import heapq
 import math
 import time
-import warnings
 from collections import deque
 from types import ModuleType
 
@@ -407,21 +406,11 @@ def warm_up() -> bool:
     it where no request's clock runs (solvers.compiled.warm_up does, for every kernel). Idempotent; on failure it
     warns and flux runs its numpy code."""
     global _kernels
-    if _kernels is not None:
-        return True
-    try:
-        from solvers.compiled import writable_cache
+    if _kernels is None:
+        from solvers.compiled import load_kernels
 
-        writable_cache()
-        from solvers import baseline_kernels
-
-        baseline_kernels.compile_all()
-    # any failure of the optional speed-up leaves the numpy code, which is complete
-    except Exception as error:
-        warnings.warn(f"flux runs without its compiled kernel: {error!r}", stacklevel=2)
-        return False
-    _kernels = baseline_kernels
-    return True
+        _kernels = load_kernels("solvers.baseline_kernels", "flux runs without its compiled kernel")
+    return _kernels is not None
 
 
 def _plain(instance: AssignmentInstance) -> bool:

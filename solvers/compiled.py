@@ -8,9 +8,12 @@ and wherever numba cannot compile, the solvers run the numpy code each kernel re
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
+import warnings
+from types import ModuleType
 from typing import Any
 
 
@@ -22,6 +25,20 @@ def warm_up() -> bool:
     descent = local_search.warm_up()
     flux = baselines.warm_up()
     return descent and flux
+
+
+def load_kernels(module: str, without: str) -> ModuleType | None:
+    """Import a kernels' module (in a writable cache, see `writable_cache`) and run its `compile_all()`: the module,
+    or None after a warning that says what runs `without` it. Any failure of this optional speed-up leaves the
+    numpy code, which is complete."""
+    try:
+        writable_cache()
+        kernels = importlib.import_module(module)
+        kernels.compile_all()
+    except Exception as error:
+        warnings.warn(f"{without}: {error!r}", stacklevel=3)
+        return None
+    return kernels
 
 
 def writable_cache() -> None:

@@ -172,3 +172,12 @@ def test_warm_up_compiles_once_and_no_plan_compiles_after_it() -> None:
         )
         baselines.flux(instance)
     assert len(baseline_kernels.flux_rounds.signatures) == 1
+
+
+def test_kernels_that_cannot_load_leave_the_numpy_code_with_a_warning() -> None:
+    """A kernels' module that fails to import or compile (numba missing, no cache and no compiler) is a warning, not
+    an error: the solvers then run their numpy code."""
+    from solvers.compiled import load_kernels
+
+    with pytest.warns(UserWarning, match="flux runs without its compiled kernel: ModuleNotFoundError"):
+        assert load_kernels("solvers.no_such_kernels", "flux runs without its compiled kernel") is None

@@ -22,7 +22,6 @@ The descent stops when no step helps, at `max_steps`, or at the deadline.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from types import ModuleType
 
@@ -77,21 +76,11 @@ def warm_up() -> bool:
     directory: set NUMBA_CACHE_DIR), it warns and returns False, and searches run the numpy code (the same
     decisions, slower)."""
     global _kernels
-    if _kernels is not None:
-        return True
-    try:
-        from solvers.compiled import writable_cache
+    if _kernels is None:
+        from solvers.compiled import load_kernels
 
-        writable_cache()
-        from solvers.milp import kernels
-
-        kernels.compile_all()
-    # any failure of the optional speed-up leaves the numpy code, which is complete
-    except Exception as error:
-        warnings.warn(f"the MILP descent runs without its compiled kernels: {error!r}", stacklevel=2)
-        return False
-    _kernels = kernels
-    return True
+        _kernels = load_kernels("solvers.milp.kernels", "the MILP descent runs without its compiled kernels")
+    return _kernels is not None
 
 
 def kernels_ready() -> bool:
