@@ -28,12 +28,14 @@ def test_a_stalled_full_model_hands_the_time_to_the_search(name: str, best: floa
 
 def test_a_full_model_too_large_for_the_time_left_hands_the_time_to_the_search() -> None:
     """bench.milp_campaign --family skew, seed 9094: 30 nodes x 128 key groups (Zipf keys), a cost budget. The full
-    model (3,840 booleans) needs about 0.77 s for a proof, more than a 1 s call has left after its starts: the call
-    ended there, at 0.14 s, with 5.44 points (bound 0.28); the rounds reach 3.92 within 0.3 s."""
+    model (3,840 booleans) needs about 0.77 s for a proof, more than a 1 s call had left after its starts: the call
+    ended there, at 0.14 s, with 5.44 points (bound 0.28); the rounds reach 3.92 within 0.3 s. (0.7 s here: on a
+    machine fast enough, a 1 s call has the 0.77 s left after its starts, starts the model and is not this case;
+    seen 30 Nov 2026.)"""
     campaign = pytest.importorskip("bench.milp_campaign")
     inst = campaign.skew_snapshot(9094, campaign.skew_data())
     assert (inst.n_nodes, inst.n_units, inst.max_migration_cost is not None) == (30, 128, True)
-    plan = solve_milp(inst, time_limit_s=1.0, seed=0)
+    plan = solve_milp(inst, time_limit_s=0.7, seed=0)
     assert inst.within_budget(plan.assignment)
     assert any("not started" in note for note in plan.notes)
     assert inst.load_distance(plan.assignment) <= 1.1 * 3.91596
