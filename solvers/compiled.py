@@ -1,5 +1,5 @@
-"""The solvers' compiled kernels (numba): the MILP descent's (solvers/milp/kernels.py) and flux's
-(solvers/baseline_kernels.py).
+"""The solvers' compiled kernels (numba): the MILP descent's (solvers/milp/kernels.py), flux's
+(solvers/baseline_kernels.py) and the statistics' (solvers/metrics_kernels.py).
 
 `warm_up()` compiles each, or loads it from numba's on-disk cache, once per process where no request's clock runs
 (the service before it forks its solver workers, which inherit them; `make` fills the cache at install). Until then,
@@ -19,12 +19,11 @@ from typing import Any
 
 def warm_up() -> bool:
     """Make every kernel ready in this process (idempotent); True when all are."""
-    from solvers import baselines
+    from solvers import baselines, metrics
     from solvers.milp import local_search
 
-    descent = local_search.warm_up()
-    flux = baselines.warm_up()
-    return descent and flux
+    ready = [local_search.warm_up(), baselines.warm_up(), metrics.warm_up()]
+    return all(ready)
 
 
 def load_kernels(module: str, without: str) -> ModuleType | None:

@@ -16,7 +16,7 @@ Definitions (shared by every algorithm; see schemas.assignment.PlanStats):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import compress
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -112,86 +112,110 @@ def _variance(rows: FloatArray, axis: int) -> FloatArray:
     return np.asarray(np.add.reduce(deviation * deviation, axis=axis) / n, dtype=np.float64)
 
 
-# Up to this many units, the small-instance paths run on Python lists: the statistics of single loads
-# (`_single_load_stats`), the answer (service.adapters) and the bound's test (solvers.milp.bounds); flux runs
-# compiled (solvers/baseline_kernels.py). On small instances numpy's per-call overhead is most of the cost; above it, each O(units)
+# Up to this many units, the small-instance paths run on Python lists (the answer, service.adapters, and the bound's
+# test, solvers.milp.bounds) or compiled (the statistics of single loads, solvers/metrics_kernels.py; flux runs
+# compiled at every size). On small instances numpy's per-call overhead is most of the cost; above it, each O(units)
 # Python pass loses to numpy. Same numbers, bit for bit: sums are taken in numpy's own order (`pairwise_sum`),
 # everything else is element-wise (tests/test_small_paths.py).
 SMALL_UNITS = 512
 
 
+# numpy's pairwise summation sums blocks of up to this many values with eight interleaved partial sums, and splits
+# longer arrays in halves (a multiple of 8 first).
+PAIRWISE_BLOCK = 128
+
+
 def pairwise_sum(values: list[float], start: int = 0, count: int | None = None) -> float:
     """The float64 sum np.add.reduce computes, in its order (numpy's pairwise summation: eight interleaved partial
-    sums over blocks of at most 128 values, halves above), so a Python sum matches numpy's to the last bit."""
+    sums over blocks of at most PAIRWISE_BLOCK values, halves above), so a Python sum matches numpy's to the last
+    bit."""
     n = len(values) - start if count is None else count
-    if n < 8:
-        total = 0.0
-        for k in range(start, start + n):
-            total += values[k]
-        return total
-    if n <= 128:
-        r0, r1, r2, r3, r4, r5, r6, r7 = values[start : start + 8]
-        end = start + n - n % 8
-        k = start + 8
-        while k < end:
-            r0 += values[k]
-            r1 += values[k + 1]
-            r2 += values[k + 2]
-            r3 += values[k + 3]
-            r4 += values[k + 4]
-            r5 += values[k + 5]
-            r6 += values[k + 6]
-            r7 += values[k + 7]
-            k += 8
-        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        for k in range(end, start + n):
-            total += values[k]
-        return total
+    if n <= PAIRWISE_BLOCK:
+        return block_sum(values, start, n)
     half = n // 2
     half -= half % 8
     return pairwise_sum(values, start, half) + pairwise_sum(values, start + half, n - half)
 
 
-def _single_load_stats(
-    instance: AssignmentInstance, assignment: IntArray, capacity: list[float], staying: list[bool]
-) -> ClusterStats:
-    """`cluster_stats` of single loads on Python lists, each step numpy's operation in numpy's order."""
-    per_node = [0.0] * len(capacity)
-    where = instance.current_values if assignment is instance.current else assignment.tolist()
-    loads = instance.load_values
-    held = set(where)
-    unplaced = -1 in held
-    held.discard(-1)  # units without a node count nowhere
-    if assignment is instance.current and len(capacity) == instance.n_nodes:  # the state before: summed once
-        per_node = instance.current_node_load_values
-    elif unplaced:
-        for node, load in zip(where, loads, strict=True):
-            if node >= 0:
-                per_node[node] += load
-    else:  # unit by unit into each node's sum, as the loop above (one C-level pass: a Python one cost 3 us)
-        per_node = np.bincount(assignment, weights=instance.load, minlength=len(capacity)).tolist()
-    util = [100.0 * load / cap for load, cap in zip(per_node, capacity, strict=True)]
-    if all(staying):
-        util_staying, stay_loads, staying_capacity = util, per_node, capacity
-    else:
-        util_staying = list(compress(util, staying))
-        stay_loads = list(compress(per_node, staying))
-        staying_capacity = list(compress(capacity, staying))
-    mean_util = 100.0 * instance.total_load / pairwise_sum(staying_capacity)
-    n = len(stay_loads)
-    mean_load = pairwise_sum(stay_loads) / n
-    variance = pairwise_sum([(load - mean_load) * (load - mean_load) for load in stay_loads]) / n
-    peak, low = max(util_staying), min(util_staying)
+def block_sum(values: Any, start: int, count: int) -> float:
+    """numpy's sum of `count` <= PAIRWISE_BLOCK values from `start` (a list or an array), in its order. Compiled
+    as it is for the statistics' kernel (solvers/metrics_kernels.py): one text of the order for both."""
+    if count < 8:
+        total = 0.0
+        for k in range(start, start + count):
+            total += values[k]
+        return total
+    r0, r1, r2, r3 = values[start], values[start + 1], values[start + 2], values[start + 3]
+    r4, r5, r6, r7 = values[start + 4], values[start + 5], values[start + 6], values[start + 7]
+    end = start + count - count % 8
+    k = start + 8
+    while k < end:
+        r0 += values[k]
+        r1 += values[k + 1]
+        r2 += values[k + 2]
+        r3 += values[k + 3]
+        r4 += values[k + 4]
+        r5 += values[k + 5]
+        r6 += values[k + 6]
+        r7 += values[k + 7]
+        k += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for k in range(end, start + count):
+        total += values[k]
+    return total
+
+
+# The statistics of single loads compiled (solvers/metrics_kernels.py), once `warm_up` has loaded them in this
+# process: the same numbers as the numpy code below, bit for bit (tests/test_small_paths.py); until then, or where
+# numba cannot compile, the numpy code runs.
+_kernels: ModuleType | None = None
+
+
+def warm_up() -> bool:
+    """Compile the statistics' kernel (or load it from numba's on-disk cache) in this process; True when it is
+    ready (solvers.compiled.warm_up calls it with every other kernel)."""
+    global _kernels
+    if _kernels is None:
+        from solvers.compiled import load_kernels
+
+        _kernels = load_kernels("solvers.metrics_kernels", "the statistics run without their compiled kernel")
+    return _kernels is not None
+
+
+def _compiled_stats(
+    instance: AssignmentInstance,
+    assignment: IntArray,
+    added_capacity: FloatArray | None,
+    removed: IntArray | None,
+    kernels: ModuleType,
+) -> ClusterStats | None:
+    """`cluster_stats` of single loads by the compiled kernel; None when no node stays (numpy's path answers its
+    nan there) or more than PAIRWISE_BLOCK do (numpy's path sums those)."""
+    capacity, staying = instance.capacity, instance.active
+    if added_capacity is not None and len(added_capacity):
+        capacity = np.concatenate([capacity, np.asarray(added_capacity, dtype=np.float64)])
+        staying = np.concatenate([staying, np.ones(len(added_capacity), dtype=np.bool_)])
+    if removed is not None and len(removed):
+        staying = staying.copy()
+        staying[np.asarray(removed)] = False
+    distance, peak, low, variance, parallelism = kernels.single_load_stats(
+        np.ascontiguousarray(assignment, dtype=np.int64),
+        np.ascontiguousarray(instance.load, dtype=np.float64),
+        np.ascontiguousarray(capacity, dtype=np.float64),
+        np.ascontiguousarray(staying, dtype=np.bool_),
+        instance.total_load,
+    )
+    if parallelism < 0:
+        return None
     return _cluster_stats(
-        # the largest |u - mean| is at the largest or the smallest u (u - mean is monotone in u, exact in sign)
-        load_distance=max(abs(peak - mean_util), abs(low - mean_util)),
-        max_utilization=peak if util_staying is util else max(util),
+        load_distance=distance,
+        max_utilization=peak,
         min_utilization=low,
         imbalance=variance,
         imbalance_total=0.0 + variance,
         avg_load_correlation=None,
         mean_node_load_variance=None,
-        parallelism=len(held),
+        parallelism=parallelism,
         min_mean_node_load_variance=None,
         collocation_factor=collocation_factor(instance, assignment),
         load_index=load_index(instance, assignment),
@@ -214,19 +238,12 @@ def cluster_stats(
 ) -> ClusterStats:
     """Statistics of `assignment` (units at -1 are not placed yet and count nowhere). Added nodes (indices >= n_nodes) stay; removed nodes do not.
     Reductions are called as ufunc methods: numpy's Python wrappers (np.max, .mean, .var) cost more than the sums
-    on a small cluster; single loads of a small instance are computed on Python lists (see SMALL_UNITS)."""
-    if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS:
-        capacity_list = instance.capacity_values
-        draining = instance.draining_values
-        staying_list = [not drains for drains in draining] if True in draining else [True] * len(draining)
-        if added_capacity is not None and len(added_capacity):
-            capacity_list = capacity_list + [float(c) for c in added_capacity]
-            staying_list += [True] * len(added_capacity)
-        if removed is not None and len(removed):
-            for node in np.asarray(removed).tolist():
-                staying_list[node] = False
-        if any(staying_list):  # (with no staying node numpy's path answers its nan)
-            return _single_load_stats(instance, assignment, capacity_list, staying_list)
+    on a small cluster; single loads of a small instance are computed compiled, once `warm_up` has loaded the
+    kernel (see SMALL_UNITS)."""
+    if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS and _kernels is not None:
+        compiled = _compiled_stats(instance, assignment, added_capacity, removed, _kernels)
+        if compiled is not None:
+            return compiled
     if added_capacity is None or not len(added_capacity):
         capacity, staying = instance.capacity, instance.active
     else:

@@ -1,4 +1,4 @@
-"""The small-instance paths (Python lists instead of numpy, issue 9's throughput) give the same answers as the numpy
+"""The small-instance paths (Python lists or compiled kernels instead of numpy, issue 9's throughput) give the same answers as the numpy
 paths, bit for bit: flux's plans, the statistics, numpy's summation order; the answer's plain data is the response
 model's JSON; the validator finds the same problems on both of its paths, and its shortcuts decide as the checks they
 skip."""
@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from schemas.assignment import AssignmentRequest, PlanResponse, reference_errors
 from service.adapters import plan_answer, to_instance
 from service.planning import _FIELDS
-from solvers import baselines, metrics, plan_check
+from solvers import baselines, metrics, metrics_kernels, plan_check
+from solvers import compiled as compiled_kernels
 from solvers.errors import UnsolvableRequest
 from solvers.instance import AssignmentInstance
 from solvers.milp import bounds
@@ -74,6 +75,12 @@ def small_snapshots(draw: st.DrawFn) -> dict[str, Any]:
     elif budget == "cost":
         body["budget"] = {"max_migration_cost": float(draw(st.integers(0, 40)))}
     return body
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled() -> None:
+    """The compiled kernels loaded, as the service's lifespan loads them: the small paths are the compiled ones."""
+    assert compiled_kernels.warm_up()
 
 
 def instance_of(body: dict[str, Any]) -> AssignmentInstance:
@@ -182,7 +189,7 @@ def unplaced_and_draining(draw: st.DrawFn) -> dict[str, Any]:
     added=st.lists(st.sampled_from([50.0, 1e-6, 3e12]), max_size=2),
     removed=st.sets(st.integers(0, 11), max_size=2),
 )
-def test_statistics_on_lists_equal_the_numpy_statistics_with_draining_and_unplaced(
+def test_compiled_statistics_equal_the_numpy_statistics_with_draining_and_unplaced(
     body: dict[str, Any],
     moves: list[tuple[int, int]],
     added: list[float],
@@ -241,7 +248,7 @@ def test_the_validator_finds_the_same_problems_on_both_paths_with_draining_and_u
 
 @SETTINGS
 @given(body=small_snapshots(), moves=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 11)), max_size=8))
-def test_statistics_on_lists_equal_the_numpy_statistics_bit_for_bit(
+def test_compiled_statistics_equal_the_numpy_statistics_bit_for_bit(
     body: dict[str, Any], moves: list[tuple[int, int]], monkeypatch_module: Any
 ) -> None:
     instance = instance_of(body)
@@ -269,6 +276,8 @@ def test_pairwise_sum_is_numpys_sum(n: int) -> None:
         rng.integers(0, 9, n) / 3,
     ):
         assert metrics.pairwise_sum(values.tolist()) == float(np.add.reduce(values))
+        if n <= metrics.PAIRWISE_BLOCK:
+            assert metrics_kernels.block_sum(values, 0, n) == float(np.add.reduce(values))
 
 
 @SETTINGS
@@ -557,3 +566,26 @@ def test_an_assignment_in_request_order_is_judged_as_one_in_any_order(
         assert check_plan(body, copy.deepcopy(answer)) == other
         assert other
     assert (corrupt == "none") <= (in_order == [])
+
+
+def test_the_compiled_statistics_compile_once_whatever_the_plan() -> None:
+    """Plans with added and removed nodes, units without a node, draining nodes: the statistics' kernel keeps the one
+    signature the warm-up compiled (a compile inside a request would take seconds)."""
+    body = {
+        "nodes": [{"id": "n0"}, {"id": "n1", "capacity": 50.0}, {"id": "n2", "draining": True}],
+        "units": [
+            {"id": "a", "node": "n0", "load": 3.0},
+            {"id": "b", "node": "n2", "load": 1.5},
+            {"id": "c", "node": None, "load": 2.0},
+        ],
+        "algorithm": {"name": "flux"},
+    }
+    instance = instance_of(body)
+    for assignment, added, removed in (
+        (instance.current, None, None),
+        (np.array([1, 0, 3]), np.array([25.0]), np.array([2])),
+        (np.array([0, 1, 1], dtype=np.int32), None, np.array([0], dtype=np.int64)),
+    ):
+        stats = metrics.cluster_stats(instance, assignment, added, removed)
+        assert stats.parallelism >= 1
+    assert len(metrics_kernels.single_load_stats.signatures) == 1
