@@ -99,7 +99,7 @@ def to_instance(
     )
     if n_units > SMALL_UNITS:  # (the large paths read the arrays: no lists kept)
         return instance
-    lists = {"capacity_values": capacity, "draining_values": draining, "state_size_values": state_size}
+    lists = {"draining_values": draining, "state_size_values": state_size}
     if single:
         lists["load_values"] = loads
     return instance.with_values(**lists)

@@ -100,19 +100,15 @@ class AssignmentInstance:
 
     @cached_property
     def load_values(self) -> list[float]:
-        """`load` as a Python list (what the small-instance paths of the solvers and statistics read)."""
+        """`load` as a Python list (what the small-instance path of the answer reads)."""
         return self.load.tolist()
 
-    # The columns as Python lists, what the small-instance paths of the solvers, the statistics and the answer read
-    # (see solvers.metrics.SMALL_UNITS): each converted once per instance, whoever asks first. A caller that built
+    # The columns as Python lists, what the small-instance path of the answer (service.adapters) and flux's check of
+    # a plain instance read (see solvers.metrics.SMALL_UNITS): each converted once per instance, whoever asks first. A caller that built
     # the arrays from lists may hand those over instead (`with_values`), so a column is converted once in all.
     @cached_property
     def current_values(self) -> list[int]:
         return self.current.tolist()
-
-    @cached_property
-    def capacity_values(self) -> list[float]:
-        return self.capacity.tolist()
 
     @cached_property
     def state_size_values(self) -> list[float]:
@@ -121,15 +117,6 @@ class AssignmentInstance:
     @cached_property
     def draining_values(self) -> list[bool]:
         return self.draining.tolist()
-
-    @cached_property
-    def active_values(self) -> list[bool]:
-        return self.active.tolist()
-
-    @cached_property
-    def current_node_load_values(self) -> list[float]:
-        """`current_node_load` as a list (read only: copy it to change it)."""
-        return self.current_node_load.tolist()
 
     def with_values(self, **values: list[Any]) -> AssignmentInstance:
         """This instance with list forms handed over by the caller that built its arrays from them (`load_values`
@@ -194,10 +181,8 @@ _LIST_FORMS = frozenset(
     {
         "load_values",
         "current_values",
-        "capacity_values",
         "state_size_values",
         "draining_values",
-        "active_values",
     }
 )
 

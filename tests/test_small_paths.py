@@ -350,11 +350,8 @@ def test_the_milp_bound_on_lists_is_the_numpy_bound(
 LIST_FORMS = (
     "load_values",
     "current_values",
-    "capacity_values",
     "state_size_values",
     "draining_values",
-    "active_values",
-    "current_node_load_values",
 )
 
 
