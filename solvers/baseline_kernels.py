@@ -124,15 +124,17 @@ def flux_start(
 ) -> bool:
     """Each node's load (`node_load`, summed unit by unit as np.bincount does) and, unless cap[0] holds a cap
     already (not NaN), the utilization no receiver may exceed: 100 % or the current peak if higher, as
-    `AssignmentInstance.utilization_cap` of a plain instance. False, and nothing to run, for numbers that could make
-    an infinity or a NaN on the way (a negative or non-finite load, a capacity not above 0, loads whose utilization
+    `AssignmentInstance.utilization_cap` of a plain instance. False, and nothing to run, for a unit without a node
+    (flux places those first, in the numpy code) and for numbers that could make an infinity or a NaN on the way (a negative or non-finite load, a capacity not above 0, loads whose utilization
     or shift overflows): the service never sends such (its schema caps every quantity), but the solvers take any
     arrays, and the numpy code orders NaNs its own way."""
+    node_load[:] = 0.0
     total = 0.0
     for u in range(load.shape[0]):
-        if not load[u] >= 0.0:
+        if current[u] < 0 or not load[u] >= 0.0:
             return False
         total += load[u]
+        node_load[current[u]] += load[u]
     least = np.inf
     for i in range(capacity.shape[0]):
         if not capacity[i] > 0.0:
@@ -140,9 +142,6 @@ def flux_start(
         least = min(least, capacity[i])
     if not np.isfinite(200.0 * total / least):  # the largest utilization, gap or shift there can be
         return False
-    node_load[:] = 0.0
-    for u in range(load.shape[0]):
-        node_load[current[u]] += load[u]
     if np.isnan(cap[0]):
         peak = 100.0
         for i in range(capacity.shape[0]):

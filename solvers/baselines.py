@@ -414,11 +414,8 @@ def warm_up() -> bool:
 
 
 def _plain(instance: AssignmentInstance) -> bool:
-    return (
-        not instance.resource_names
-        and not any(instance.draining_values)
-        and (not len(instance.current) or int(np.minimum.reduce(instance.current)) >= 0)
-    )
+    """No draining node and no further resource (units without a node: baseline_kernels.flux_start says)."""
+    return not instance.resource_names and not any(instance.draining_values)
 
 
 def _flux_compiled(instance: AssignmentInstance, deadline: Deadline, kernels: ModuleType) -> Plan | None:

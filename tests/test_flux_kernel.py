@@ -151,6 +151,20 @@ def test_numbers_that_overflow_or_make_nans_plan_as_the_numpy_code() -> None:
         assert compiled.assignment.tolist() == reference.assignment.tolist()
 
 
+def test_units_without_a_node_plan_as_the_numpy_code() -> None:
+    """An initial placement (units at -1, flux places them first): the kernels leave it to the numpy code."""
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n, u = int(rng.integers(2, 9)), int(rng.integers(1, 40))
+        current = rng.integers(-1, n, size=u)
+        instance = plain_instance(
+            rng.uniform(0.0, 30.0, size=u), rng.choice([1000.0, 500.0], size=n), current
+        )
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            reference = numpy_flux(instance, monkeypatch)
+        assert baselines.flux(instance).assignment.tolist() == reference.assignment.tolist()
+
+
 def test_the_floating_point_tie_of_issue_9_ends() -> None:
     """The 0.45 unit on one of two nodes (flux once moved it back and forth forever): one round, no move."""
     instance = plain_instance(np.array([0.45]), np.array([100.0, 100.0]), np.array([0]))
