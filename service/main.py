@@ -54,9 +54,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # What is alive at start-up (modules, the app, numpy, OR-Tools...) lives as long as the process: out of the
         # collector's sight, its full collections walk only what requests allocate (3 % of a small inline plan's
         # CPU measured). Workers forked later inherit the frozen heap and freeze their own (service.pool).
-        # The MILP descent's compiled kernels (numba), compiled or loaded from their on-disk cache here, before any
-        # solver worker is forked: every worker inherits them and no request's clock pays for a compile (0.4-0.8 s
-        # from the cache, 11-16 s without; `make` fills the cache at install). Without them the numpy code runs.
+        # The solvers' compiled kernels (numba: the MILP descent's, flux's, the statistics'), compiled or loaded
+        # from their on-disk cache here, before any solver worker is forked: every worker inherits them and no
+        # request's clock pays for a compile (0.4-0.8 s from the cache, 11-16 s without; `make` fills the cache at
+        # install). Without them the numpy code runs.
         compile_kernels()
         gc.freeze()
         # The libraries' pages that start-up read (LLVM to load the kernels above, OR-Tools' pandas and pyarrow, the
