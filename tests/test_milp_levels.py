@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from solvers.instance import AssignmentInstance
@@ -47,6 +47,9 @@ def _brute_levels(d: float, mean: float, steps: list[float], count: int) -> list
 
 
 @settings(max_examples=300, deadline=None)
+# Seen 30 Nov 2026 (a newcomer's `make test`): three levels asked where the mean is near 0, so every level comes from
+# above the mean, and only two candidates below the highest were looked at (1.249999 was missed).
+@example(steps=[0.25], mean=1e-06, d=2.0, count=3)
 @given(
     steps=steps_strategy,
     mean=st.one_of(st.integers(0, 150).map(float), st.floats(0.0, 150.0)),

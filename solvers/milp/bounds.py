@@ -213,8 +213,9 @@ def _lattice_resolves(step: float, span: float) -> bool:
 def deviation_levels_below(d: float, mean: float, steps: FloatArray, count: int = 2) -> list[float]:
     """The `count` largest deviations |k s - mean| (k >= 0 an integer, s one of `steps`) below d - LEVEL_SLACK,
     largest first: the next load distances a plan can reach below d when every staying node's utilization is a
-    multiple of its step (utilization_steps). Only the lattice points nearest to mean +- d can give them: eight per
-    step are looked at, so this is O(len(steps)) whatever d / s."""
+    multiple of its step (utilization_steps). Only the lattice points nearest to mean +- d can give them: count + 2
+    on each side per step are looked at (the first may lie at or above d by rounding, the next `count` below it),
+    so this is O(count x len(steps)) whatever d / s."""
     limit = d - LEVEL_SLACK
     found: set[float] = set()
     for s in steps.tolist():
@@ -222,7 +223,7 @@ def deviation_levels_below(d: float, mean: float, steps: FloatArray, count: int 
             continue
         upper = math.floor((mean + limit) / s)  # the highest k with k s - mean < d, within one step
         lower = max(0, math.ceil((mean - limit) / s))  # the lowest k with mean - k s < d, within one step
-        for k in (upper + 1, upper, upper - 1, upper - 2, lower - 1, lower, lower + 1, lower + 2):
+        for k in [upper - j for j in range(-1, count + 1)] + [lower + j for j in range(-1, count + 1)]:
             if k < 0:
                 continue
             value = abs(k * s - mean)
