@@ -174,9 +174,7 @@ class RequestContextMiddleware:
             size = max(received, declared)
             metrics = self.metrics if self.metrics is not None else app_metrics(scope)
             if metrics is not None:
-                latency, body_size = metrics.access_children(endpoint, scope.get("method", ""), status)
-                latency.observe(elapsed)
-                body_size.observe(size)
+                metrics.record_access(endpoint, scope.get("method", ""), status, elapsed, size)
             # Probes and scrapes arrive every few seconds from every replica's watchers: their successes at debug.
             quiet = status < 400 and scope.get("path", "") in QUIET_PATHS
             level = logging.DEBUG if quiet else logging.INFO

@@ -360,7 +360,10 @@ def _plan(
         )
     starts.append(time.monotonic())  # adapt
     instance = to_instance(request, columns)
-    # Nothing below reads the fields (the validator reads the JSON data, `raw`): freed here, `parsed` with them.
+    # The validator reads the JSON data (`raw`); when that is the fields' values themselves (a small body, see
+    # _Parsed) it reads their unit columns listed above too. Nothing else below reads the fields: freed here,
+    # `parsed` with them.
+    raw_columns = columns if raw is request else None
     del request, columns, parsed
     # The solver's budget: at most time_limit_s, and it ends `reserve` before the deadline so the statistics, the
     # validator and the serialization fit; never below a token amount (the solver still returns its first plan).
@@ -376,7 +379,7 @@ def _plan(
     # Plain data: the validator checks exactly what is then serialized (one JSON pass, in Rust).
     answer = plan_answer(instance, plan, spec.name, round(solve_s * 1000.0, 3))
     if settings.validate_plans:
-        problems = check_plan(raw, answer)
+        problems = check_plan(raw, answer, raw_columns)
         if problems:
             log.error("plan of %s failed validation: %s", spec.name, problems[:5])
             raise ProblemError(500, "Plan failed validation", "; ".join(problems[:5]))

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.assignment import AssignmentRequest
+from schemas.assignment import AssignmentRequest, UnitColumns, request_fields
 from service.adapters import to_instance, to_response
 from solvers.instance import Plan, PlanStatus
 from solvers.plan_check import check_plan
@@ -355,6 +355,26 @@ def test_the_list_and_the_array_paths_name_the_same_problems(monkeypatch: pytest
     assert sum(map(bool, on_lists)) == len(BROKEN_MOVES) + len(TAMPERINGS)
     for small, large in zip(on_lists, on_arrays, strict=True):
         assert [p.split("recomputed")[0] for p in small] == [p.split("recomputed")[0] for p in large]
+
+
+def test_the_units_columns_listed_by_the_caller_give_the_same_problems() -> None:
+    """The service hands the validator the unit columns it listed for its own checks (ids, nodes, loads of the very
+    unit dicts it validates): the same problems as when the validator lists them, on valid, broken and tampered plans,
+    and on a request with a duplicate unit id (where the validator reads the units again)."""
+    fields = request_fields(AssignmentRequest.model_validate(REQUEST))
+    plans = [consistent_plan(VALID_MOVES), consistent_plan({}, status="unchanged")]
+    plans += [consistent_plan(moves) for moves in BROKEN_MOVES]
+    for mutate in TAMPERINGS:
+        plans.append(copy.deepcopy(consistent_plan(VALID_MOVES)))
+        mutate(plans[-1])
+    duplicated = {**fields, "units": [*fields["units"], {**fields["units"][0], "load": 7.0}]}
+    for request in (fields, duplicated):
+        columns = UnitColumns(request["units"])
+        for plan in plans:
+            assert check_plan(request, plan, columns) == check_plan(request, plan)
+    assert sum(bool(check_plan(fields, plan, UnitColumns(fields["units"]))) for plan in plans) == len(
+        BROKEN_MOVES
+    ) + len(TAMPERINGS)
 
 
 def _alike_series_request(offsets: list[float], fluctuation: float, pattern: list[float]) -> Body:

@@ -64,7 +64,8 @@ def _post(app: Any, body: bytes) -> httpx.Response:
 
 
 def _inline_count(app: Any) -> float:
-    return float(app.state.metrics.inline_plans._value.get())
+    # (through the registry, as a scrape reads it: the waiting observations are folded first)
+    return float(app.state.metrics.registry.get_sample_value("trimtab_inline_plans_total") or 0.0)
 
 
 SOLVE_MS = re.compile(rb'"solve_ms":[-+0-9.eE]+')

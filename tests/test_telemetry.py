@@ -17,13 +17,13 @@ from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.logs import REQUEST_ID_HEADER, JsonFormatter
 from service.main import create_app
 from service.settings import Settings
-from service.telemetry import SECONDS_BUCKETS, LeanHistogram
+from service.telemetry import SECONDS_BUCKETS, DeferredObservations, Metrics
 from tests.conftest import PLAN, assert_problem, make_snapshot
 
 
@@ -232,15 +232,22 @@ def test_pool_saturation_gauge_and_503_counter() -> None:
         max_size=30,
     )
 )
-def test_the_lean_histogram_exposes_what_prometheus_clients_histogram_does(values: list[float]) -> None:
-    """service.telemetry.LeanHistogram finds a bucket by bisection: the same samples as the library's loop for any
-    value, bounds themselves, NaN, infinities, negatives and integers included."""
+def test_deferred_observations_expose_what_prometheus_clients_observe_does(values: list[float]) -> None:
+    """service.telemetry.DeferredObservations folds queued observations into the children (bucket by bisection,
+    each child's totals added once): the same samples as the library's observe and inc for any value, bounds
+    themselves, NaN, infinities, negatives and integers included, folded at scrape time and in batches."""
     registry = CollectorRegistry()
-    ours = LeanHistogram("lean", "x", ["a"], buckets=SECONDS_BUCKETS, registry=registry).labels("1")
+    deferred = DeferredObservations(fold_at=7)  # (folds on the way too, then the rest at the collection)
+    ours = Histogram("lean", "x", ["a"], buckets=SECONDS_BUCKETS, registry=registry).labels("1")
     theirs = Histogram("plain", "x", ["a"], buckets=SECONDS_BUCKETS, registry=registry).labels("1")
+    our_count = Counter("ours", "x", ["a"], registry=registry).labels("1")
+    their_count = Counter("theirs", "x", ["a"], registry=registry).labels("1")
     for value in values:
-        ours.observe(value)
+        deferred.record((ours, our_count), (value, 1.0))
+        deferred.record((our_count, ours), (None, None))  # (nothing observed)
         theirs.observe(value)
+        their_count.inc()
+    deferred.fold()
     families = {family.name: family for family in registry.collect()}
 
     def samples(name: str) -> list[tuple[str, dict[str, str], float]]:
@@ -250,6 +257,24 @@ def test_the_lean_histogram_exposes_what_prometheus_clients_histogram_does(value
             if not sample.name.endswith("_created")
         ]
 
+    assert samples("ours") == samples("theirs")
     lean, plain = samples("lean"), samples("plain")
     assert [s[:2] for s in lean] == [s[:2] for s in plain]
     assert [s[2] for s in lean] == pytest.approx([s[2] for s in plain], nan_ok=True)
+
+
+def test_a_scrape_shows_every_observation_made_before_it_and_an_unscraped_service_holds_few() -> None:
+    """The metrics' registry folds the waiting observations before it is read (a collector registered first), and
+    no more than FOLD_AT requests' observations ever wait."""
+    metrics = Metrics()
+    metrics.deferred.fold_at = 5
+    for k in range(12):
+        metrics.record_access("/v1/assignment/plan", "POST", 200, 0.002, 100.0 * k)
+        assert len(metrics.deferred._waiting) < 5
+    labels = {"endpoint": "/v1/assignment/plan", "method": "POST", "status": "200"}
+    assert metrics.registry.get_sample_value("trimtab_request_seconds_count", labels) == 12
+    assert (
+        metrics.registry.get_sample_value("trimtab_request_bytes_sum", {"endpoint": labels["endpoint"]})
+        == 6600
+    )
+    assert len(metrics.deferred._waiting) == 0
