@@ -469,6 +469,15 @@ def _flux_compiled(instance: AssignmentInstance, deadline: Deadline, kernels: Mo
 def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:
     """The most utilized node hands its largest unit that lowers the peak to the least utilized node; repeat.
 
+    A node that cannot hand a unit on (none lands under its peak by the tolerance at the least utilized node, within
+    the cap and the budget) is passed over until the next move. Which nodes can is decided for all of them at once,
+    from each node's least positive load: the landing utilization grows with the load (in floating point too), so a
+    node whose least load cannot land has no unit that can. The giver is the most utilized of the rest (ties to the
+    lowest position) and only its units are evaluated. Before 30 Nov the nodes were sorted at every step and passed
+    over one by one, then all tried again after every move: 10,000 nodes x 5,000 units made 1,112 of its 1,834 moves
+    in 10 s (the deadlines bench). The choices are the same (the same IEEE operations on the same values;
+    tests/test_largest_load_first.py checks it against the sort per step).
+
     Termination by construction: the receiver must end below the giver's utilization by a tolerance, there are at
     most `_move_cap` moves, and `time_limit_s` stops it with the plan so far."""
     deadline = Deadline(time_limit_s)
@@ -481,22 +490,40 @@ def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None 
     on_node = [
         set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
     ]
-    tried: set[int] = set()
+    loads = instance.load.tolist()
+
+    def least_positive(node: int) -> float:
+        return min((loads[k] for k in on_node[node] if loads[k] > 0), default=math.inf)
+
+    # By position in `active`: utilization, least positive movable load, and whether the node was tried (handed
+    # nothing on) since the last move.
+    util = 100.0 * node_load[active] / capacity
+    smallest = np.array([least_positive(int(n)) for n in active], dtype=np.float64).reshape(len(active))
+    tried = np.zeros(len(active), dtype=np.bool_)
     moves_left = _move_cap(instance)
     while not budget.exhausted and moves_left > 0 and not deadline.passed:
-        util = 100.0 * node_load[active] / capacity
         tolerance = _progress_tolerance(util)
-        order = np.argsort(-util, kind="stable")
-        hi = next((int(active[j]) for j in order if int(active[j]) not in tried), None)
-        if hi is None:
-            break
         lo_pos = int(np.argmin(util))
         lo = int(active[lo_pos])
-        peak = 100.0 * node_load[hi] / instance.capacity[hi]
+        # The most utilized node not tried (the first of equal maxima: the lowest position), when its least load can
+        # land (most steps of a small cluster); else every node that may hand a unit to `lo` at once, and the most
+        # utilized of them. (A utilization that is not finite makes the tolerance or `lo`'s load infinite or NaN:
+        # then none may.)
+        hi_pos = int(np.argmax(np.where(tried, -np.inf, util)))
+        if (
+            hi_pos == lo_pos
+            or tried[hi_pos]
+            or not 100.0 * (node_load[lo] + smallest[hi_pos]) / capacity[lo_pos] < util[hi_pos] - tolerance
+        ):
+            may = (100.0 * (node_load[lo] + smallest) / capacity[lo_pos] < util - tolerance) & ~tried
+            may[lo_pos] = False  # (never `lo` itself)
+            candidates = np.flatnonzero(may)
+            if not len(candidates):
+                break
+            hi_pos = int(candidates[np.argmax(util[candidates])])
+        hi = int(active[hi_pos])
+        peak = util[hi_pos]
         units = np.sort(np.fromiter(on_node[hi], dtype=np.int64, count=len(on_node[hi])))
-        if hi == lo or not len(units):
-            tried.add(hi)
-            continue
         dest_util = 100.0 * (node_load[lo] + instance.load[units]) / instance.capacity[lo]
         ok = (dest_util < peak - tolerance) & (dest_util <= cap) & (instance.load[units] > 0)
         chosen = None
@@ -505,15 +532,20 @@ def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None 
                 chosen = int(unit)
                 break
         if chosen is None:
-            tried.add(hi)
+            tried[hi_pos] = True
             continue
         node_load[hi] -= instance.load[chosen]
         node_load[lo] += instance.load[chosen]
         budget.spend(chosen, assignment, lo)
         on_node[hi].discard(chosen)
         on_node[lo].add(chosen)
+        smallest[lo_pos] = min(smallest[lo_pos], loads[chosen])
+        if loads[chosen] == smallest[hi_pos]:
+            smallest[hi_pos] = least_positive(hi)
+        for j, node in ((hi_pos, hi), (lo_pos, lo)):
+            util[j] = 100.0 * node_load[node] / capacity[j]
         moves_left -= 1
-        tried.clear()
+        tried[:] = False
     return _finish(instance, assignment, budget)
 
 

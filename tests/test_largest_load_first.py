@@ -1,0 +1,126 @@
+"""largest-load-first keeps its nodes in heaps (a step costs O(log N), not a sort of every node): it must plan exactly
+as the sort per step it replaced, kept here as the reference, on ties, integers, tiny and huge loads, mixed
+capacities, pins, count and cost budgets, draining nodes, units without a node and further resources."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solvers import baselines
+from solvers.baselines import (
+    Deadline,
+    _drain,
+    _finish,
+    _move_cap,
+    _progress_tolerance,
+    _start,
+    _units_by_node,
+)
+from solvers.instance import UNPLACED, AssignmentInstance, Plan
+from tests.test_flux_kernel import plain_instance, plain_instances
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def sorted_each_step(instance: AssignmentInstance) -> Plan:
+    """largest-load-first as it was until 30 Nov 2026: every node's utilization sorted at every step."""
+    deadline = Deadline(None)
+    assignment, node_load, budget = _start(instance)
+    cap = instance.utilization_cap()
+    _drain(instance, assignment, node_load, budget, cap, deadline)
+    active = np.flatnonzero(instance.active)
+    capacity = instance.capacity[active]
+    on_node = [
+        set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
+    ]
+    tried: set[int] = set()
+    moves_left = _move_cap(instance)
+    while not budget.exhausted and moves_left > 0:
+        util = 100.0 * node_load[active] / capacity
+        tolerance = _progress_tolerance(util)
+        order = np.argsort(-util, kind="stable")
+        hi = next((int(active[j]) for j in order if int(active[j]) not in tried), None)
+        if hi is None:
+            break
+        lo = int(active[int(np.argmin(util))])
+        peak = 100.0 * node_load[hi] / instance.capacity[hi]
+        units = np.sort(np.fromiter(on_node[hi], dtype=np.int64, count=len(on_node[hi])))
+        if hi == lo or not len(units):
+            tried.add(hi)
+            continue
+        dest_util = 100.0 * (node_load[lo] + instance.load[units]) / instance.capacity[lo]
+        ok = (dest_util < peak - tolerance) & (dest_util <= cap) & (instance.load[units] > 0)
+        chosen = None
+        for unit in units[ok][np.argsort(-instance.load[units[ok]], kind="stable")]:
+            if budget.allows(int(unit), lo):
+                chosen = int(unit)
+                break
+        if chosen is None:
+            tried.add(hi)
+            continue
+        node_load[hi] -= instance.load[chosen]
+        node_load[lo] += instance.load[chosen]
+        budget.spend(chosen, assignment, lo)
+        on_node[hi].discard(chosen)
+        on_node[lo].add(chosen)
+        moves_left -= 1
+        tried.clear()
+    return _finish(instance, assignment, budget)
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> AssignmentInstance:
+    """tests/test_flux_kernel.py's instances (up to 150 nodes x 3,000 units), some with draining nodes, units
+    without a node and a further resource."""
+    instance = draw(plain_instances())
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n, u = instance.n_nodes, instance.n_units
+    if n > 1 and draw(st.booleans()):
+        draining = rng.random(n) < 0.2
+        draining[rng.integers(n)] = False  # one stays
+        instance = replace(instance, draining=draining, pinned=instance.pinned & ~draining[instance.current])
+    if draw(st.booleans()):
+        current = instance.current.copy()
+        current[rng.random(u) < 0.1] = UNPLACED
+        instance = replace(instance, current=current, pinned=instance.pinned & (current >= 0))
+    if draw(st.booleans()):
+        instance = replace(
+            instance,
+            resource_names=("mem",),
+            resource_usage=rng.integers(0, 4, size=(u, 1)).astype(float),
+            resource_capacity=rng.choice([np.inf, 5.0, 40.0], size=(n, 1)),
+        )
+    return instance
+
+
+@SETTINGS
+@given(instance=instances())
+def test_the_heaps_plan_exactly_as_a_sort_every_step(instance: AssignmentInstance) -> None:
+    try:
+        expected = sorted_each_step(instance)
+    except baselines.UnsolvableRequest as exc:  # a unit without a node that fits nowhere: the same 422
+        try:
+            baselines.largest_load_first(instance)
+        except baselines.UnsolvableRequest as again:
+            assert (again.loc, again.msg) == (exc.loc, exc.msg)
+            return
+        raise AssertionError("the heaps planned what the sort found infeasible") from exc
+    plan = baselines.largest_load_first(instance)
+    assert plan.status == expected.status
+    np.testing.assert_array_equal(plan.assignment, expected.assignment)
+
+
+def test_nodes_tied_at_the_top_hand_on_in_position_order() -> None:
+    """Four nodes at the same utilization (4 %), one empty: the first of them hands its 3.0 to the empty node; then
+    the three still at 4 % hand their 1.0, in position order (a stable sort's ties), to the least utilized node,
+    which is node 0 now, until it would reach 4 % itself."""
+    loads = np.array([3.0, 1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 1.0])
+    current = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    instance = plain_instance(loads, np.full(5, 100.0), current)
+    plan = baselines.largest_load_first(instance)
+    np.testing.assert_array_equal(plan.assignment, sorted_each_step(instance).assignment)
+    assert plan.assignment.tolist() == [4, 0, 1, 0, 2, 0, 3, 3]
