@@ -466,6 +466,59 @@ def _flux_compiled(instance: AssignmentInstance, deadline: Deadline, kernels: Mo
     return Plan(assignment=assignment, status="feasible" if counters[0] > 0 else "unchanged")
 
 
+def _llf_start(
+    instance: AssignmentInstance, deadline: Deadline
+) -> tuple[IntArray, np.ndarray, BudgetTracker, float, IntArray, list[set[int]]]:
+    """largest-load-first's state after placing the unplaced units and draining: the assignment, node loads, budget,
+    utilization cap, the staying nodes, and the movable units of each node (a set per node: O(1) updates)."""
+    assignment, node_load, budget = _start(instance)
+    cap = instance.utilization_cap()
+    _drain(instance, assignment, node_load, budget, cap, deadline)
+    active = np.flatnonzero(instance.active)
+    on_node = [
+        set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
+    ]
+    return assignment, node_load, budget, cap, active, on_node
+
+
+def _handed_unit(
+    instance: AssignmentInstance,
+    budget: BudgetTracker,
+    node_load: np.ndarray,
+    units_on_giver: set[int],
+    receiver: int,
+    below: float,
+    cap: float,
+) -> int | None:
+    """The unit a giver hands to `receiver`: its largest (ties to the lowest index) of positive load that lands
+    below `below` and at most `cap` utilization there, within the budget; None when none does."""
+    units = np.sort(np.fromiter(units_on_giver, dtype=np.int64, count=len(units_on_giver)))
+    dest_util = 100.0 * (node_load[receiver] + instance.load[units]) / instance.capacity[receiver]
+    ok = (dest_util < below) & (dest_util <= cap) & (instance.load[units] > 0)
+    for unit in units[ok][np.argsort(-instance.load[units[ok]], kind="stable")]:
+        if budget.allows(int(unit), receiver):
+            return int(unit)
+    return None
+
+
+def _hand_on(
+    instance: AssignmentInstance,
+    budget: BudgetTracker,
+    assignment: IntArray,
+    node_load: np.ndarray,
+    on_node: list[set[int]],
+    unit: int,
+    giver: int,
+    receiver: int,
+) -> None:
+    """Move `unit` from `giver` to `receiver` in the state of `_llf_start`."""
+    node_load[giver] -= instance.load[unit]
+    node_load[receiver] += instance.load[unit]
+    budget.spend(unit, assignment, receiver)
+    on_node[giver].discard(unit)
+    on_node[receiver].add(unit)
+
+
 def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:
     """The most utilized node hands its largest unit that lowers the peak to the least utilized node; repeat.
 
@@ -481,15 +534,8 @@ def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None 
     Termination by construction: the receiver must end below the giver's utilization by a tolerance, there are at
     most `_move_cap` moves, and `time_limit_s` stops it with the plan so far."""
     deadline = Deadline(time_limit_s)
-    assignment, node_load, budget = _start(instance)
-    cap = instance.utilization_cap()
-    _drain(instance, assignment, node_load, budget, cap, deadline)
-    active = np.flatnonzero(instance.active)
+    assignment, node_load, budget, cap, active, on_node = _llf_start(instance, deadline)
     capacity = instance.capacity[active]
-    # Movable units per node, kept up to date move by move (a set per node: O(1) updates, no scan of every unit).
-    on_node = [
-        set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
-    ]
     loads = instance.load.tolist()
 
     def least_positive(node: int) -> float:
@@ -523,22 +569,11 @@ def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None 
             hi_pos = int(candidates[np.argmax(util[candidates])])
         hi = int(active[hi_pos])
         peak = util[hi_pos]
-        units = np.sort(np.fromiter(on_node[hi], dtype=np.int64, count=len(on_node[hi])))
-        dest_util = 100.0 * (node_load[lo] + instance.load[units]) / instance.capacity[lo]
-        ok = (dest_util < peak - tolerance) & (dest_util <= cap) & (instance.load[units] > 0)
-        chosen = None
-        for unit in units[ok][np.argsort(-instance.load[units[ok]], kind="stable")]:
-            if budget.allows(int(unit), lo):
-                chosen = int(unit)
-                break
+        chosen = _handed_unit(instance, budget, node_load, on_node[hi], lo, peak - tolerance, cap)
         if chosen is None:
             tried[hi_pos] = True
             continue
-        node_load[hi] -= instance.load[chosen]
-        node_load[lo] += instance.load[chosen]
-        budget.spend(chosen, assignment, lo)
-        on_node[hi].discard(chosen)
-        on_node[lo].add(chosen)
+        _hand_on(instance, budget, assignment, node_load, on_node, chosen, hi, lo)
         smallest[lo_pos] = min(smallest[lo_pos], loads[chosen])
         if loads[chosen] == smallest[hi_pos]:
             smallest[hi_pos] = least_positive(hi)

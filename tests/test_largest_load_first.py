@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from solvers import baselines
 from solvers.baselines import (
     Deadline,
-    _drain,
     _finish,
+    _hand_on,
+    _handed_unit,
+    _llf_start,
     _move_cap,
     _progress_tolerance,
-    _start,
-    _units_by_node,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from tests.test_flux_kernel import plain_instance, plain_instances
@@ -27,16 +27,11 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 def sorted_each_step(instance: AssignmentInstance) -> Plan:
-    """largest-load-first as it was until 30 Nov 2026: every node's utilization sorted at every step."""
-    deadline = Deadline(None)
-    assignment, node_load, budget = _start(instance)
-    cap = instance.utilization_cap()
-    _drain(instance, assignment, node_load, budget, cap, deadline)
-    active = np.flatnonzero(instance.active)
+    """largest-load-first as it was until 30 Nov 2026: every node's utilization sorted at every step, a node that
+    hands nothing on passed over until the next move. (The start, the choice of a giver's unit and the move itself
+    are the implementation's own: what changed is how the giver is found.)"""
+    assignment, node_load, budget, cap, active, on_node = _llf_start(instance, Deadline(None))
     capacity = instance.capacity[active]
-    on_node = [
-        set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
-    ]
     tried: set[int] = set()
     moves_left = _move_cap(instance)
     while not budget.exhausted and moves_left > 0:
@@ -48,25 +43,13 @@ def sorted_each_step(instance: AssignmentInstance) -> Plan:
             break
         lo = int(active[int(np.argmin(util))])
         peak = 100.0 * node_load[hi] / instance.capacity[hi]
-        units = np.sort(np.fromiter(on_node[hi], dtype=np.int64, count=len(on_node[hi])))
-        if hi == lo or not len(units):
-            tried.add(hi)
-            continue
-        dest_util = 100.0 * (node_load[lo] + instance.load[units]) / instance.capacity[lo]
-        ok = (dest_util < peak - tolerance) & (dest_util <= cap) & (instance.load[units] > 0)
         chosen = None
-        for unit in units[ok][np.argsort(-instance.load[units[ok]], kind="stable")]:
-            if budget.allows(int(unit), lo):
-                chosen = int(unit)
-                break
+        if hi != lo and on_node[hi]:
+            chosen = _handed_unit(instance, budget, node_load, on_node[hi], lo, peak - tolerance, cap)
         if chosen is None:
             tried.add(hi)
             continue
-        node_load[hi] -= instance.load[chosen]
-        node_load[lo] += instance.load[chosen]
-        budget.spend(chosen, assignment, lo)
-        on_node[hi].discard(chosen)
-        on_node[lo].add(chosen)
+        _hand_on(instance, budget, assignment, node_load, on_node, chosen, hi, lo)
         moves_left -= 1
         tried.clear()
     return _finish(instance, assignment, budget)
