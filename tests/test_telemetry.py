@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import random
 import re
 import threading
 from collections.abc import Iterator
@@ -93,6 +95,36 @@ def test_request_id_is_echoed_or_made_on_every_answer(fresh: TestClient) -> None
     ]
     assert [a.status_code for a in answers] == [422, 413, 401, 404]
     assert all(a.headers.get(REQUEST_ID_HEADER) for a in answers)
+
+
+def test_request_ids_do_not_repeat_when_the_global_random_generator_is_seeded(fresh: TestClient) -> None:
+    """Made ids come from a generator of the service's own: seeding the `random` module (as hypothesis does for
+    every example, and some libraries do) cannot make them repeat."""
+    made = set()
+    for _ in range(3):
+        random.seed(7)
+        made.add(fresh.get("/healthz").headers[REQUEST_ID_HEADER])
+    assert len(made) == 3
+
+
+def test_a_forked_child_makes_other_request_ids_than_its_parent() -> None:
+    """Solver workers are forked: the id generator is seeded again in the child, so parent and child do not make
+    the same ids."""
+    from service import logs as service_logs
+
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child: it writes its next id and exits, whatever happens)
+        try:
+            os.write(write, f"{service_logs._request_ids.getrandbits(128):032x}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    from_child = os.read(read, 64).decode()
+    os.close(read)
+    assert len(from_child) == 32
+    assert from_child != f"{service_logs._request_ids.getrandbits(128):032x}"
 
 
 def test_access_lines_are_json_with_the_request_id(fresh: TestClient, logs: Collect) -> None:
