@@ -69,20 +69,42 @@ class DeferredObservations:
             waiting, self._waiting, self._count = self._waiting, {}, 0
             for children, rows in waiting.items():
                 for child, column in zip(children, zip(*rows, strict=True), strict=True):
-                    values = [value for value in column if value is not None]
-                    if not values:
+                    observed = _as_floats(column)
+                    if not len(observed):
                         continue
+                    # (summed in numpy's order, the library adds one at a time: the last bits may differ; inf and
+                    # -inf make NaN, as they do there, without numpy's warning)
+                    with np.errstate(invalid="ignore"):
+                        total = float(np.add.reduce(observed))
                     bounds = getattr(child, "_upper_bounds", None)
                     if bounds is None:  # a counter
-                        child.inc(math.fsum(values))
+                        child.inc(total)
                         continue
-                    observed = np.array(values, dtype=np.float64)
-                    child._sum.inc(float(np.add.reduce(observed)))
+                    child._sum.inc(total)
                     # The bucket of each: the first bound at or above it (bisect_left; the last bound is +Inf), NaN
                     # in none (sorted past the last), as Histogram.observe counts them.
                     counts = np.bincount(np.searchsorted(bounds, observed), minlength=len(bounds) + 1)
                     for index in np.flatnonzero(counts[: len(bounds)]).tolist():
                         child._buckets[index].inc(int(counts[index]))
+
+
+def _as_floats(column: tuple[Any, ...]) -> np.ndarray:
+    """The observations of one child as floats, None (no observation) left out. A value that cannot be one is left
+    out too (an int beyond a float's range counts as an infinity): a fold runs inside some unrelated request or
+    scrape, and the metrics must never fail those (the library's observe would have raised in the request that
+    made the value; none of the service's values can be such)."""
+    try:
+        return np.array([value for value in column if value is not None], dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        floats = []
+        for value in column:
+            try:
+                floats.append(float(value))
+            except OverflowError:
+                floats.append(math.inf if value > 0 else -math.inf)
+            except (TypeError, ValueError):
+                continue  # (None included)
+        return np.array(floats, dtype=np.float64)
 
 
 class _FoldFirst:

@@ -374,14 +374,14 @@ def _move_problems(
     return problems
 
 
-class UnitColumns(Protocol):
+class UnitColumnLists(Protocol):
     """Each unit's value of one field (`id`, `node`, `load`), in the request's unit order."""
 
     def __getitem__(self, key: str) -> list[Any]: ...
 
 
 def check_plan(
-    request: Mapping[str, Any], plan: Mapping[str, Any], unit_columns: UnitColumns | None = None
+    request: Mapping[str, Any], plan: Mapping[str, Any], unit_columns: UnitColumnLists | None = None
 ) -> list[str]:
     """Every violation found, as sentences; an empty list means the plan is valid for the request.
 
