@@ -134,9 +134,8 @@ class Metrics:
         self._access_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.registry = CollectorRegistry()
         self.deferred = DeferredObservations()
-        self.registry.register(
-            _FoldFirst(self.deferred)
-        )  # (first: the registry collects in registration order)
+        # (first: the registry collects in registration order)
+        self.registry.register(_FoldFirst(self.deferred))
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, cpu seconds, open fds
         self.peak_rss = Gauge(
             "trimtab_peak_rss_bytes", "Peak resident memory of the process", registry=self.registry

@@ -104,8 +104,9 @@ class AssignmentInstance:
         return self.load.tolist()
 
     # The columns as Python lists, what the small-instance path of the answer (service.adapters) and flux's check of
-    # a plain instance read (see solvers.metrics.SMALL_UNITS): each converted once per instance, whoever asks first. A caller that built
-    # the arrays from lists may hand those over instead (`with_values`), so a column is converted once in all.
+    # a plain instance read (see solvers.metrics.SMALL_UNITS): each converted once per instance, whoever asks first.
+    # A caller that built the arrays from lists may hand those over instead (`with_values`), so a column is converted
+    # once in all.
     @cached_property
     def current_values(self) -> list[int]:
         return self.current.tolist()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.instance import AssignmentInstance, FloatArray, IntArray
+from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
 
 
 @dataclass(frozen=True)
@@ -185,19 +185,13 @@ def warm_up() -> bool:
 def _compiled_stats(
     instance: AssignmentInstance,
     assignment: IntArray,
-    added_capacity: FloatArray | None,
-    removed: IntArray | None,
+    capacity: FloatArray,
+    staying: BoolArray,
     kernels: ModuleType,
 ) -> ClusterStats | None:
-    """`cluster_stats` of single loads by the compiled kernel; None when no node stays (numpy's path answers its
-    nan there) or more than PAIRWISE_BLOCK do (numpy's path sums those)."""
-    capacity, staying = instance.capacity, instance.active
-    if added_capacity is not None and len(added_capacity):
-        capacity = np.concatenate([capacity, np.asarray(added_capacity, dtype=np.float64)])
-        staying = np.concatenate([staying, np.ones(len(added_capacity), dtype=np.bool_)])
-    if removed is not None and len(removed):
-        staying = staying.copy()
-        staying[np.asarray(removed)] = False
+    """`cluster_stats` of single loads by the compiled kernel, over the nodes of `capacity` (the instance's, then the
+    added ones) of which `staying` stay; None when no node stays (numpy's path answers its nan there) or more than
+    PAIRWISE_BLOCK do (numpy's path sums those)."""
     distance, peak, low, variance, parallelism = kernels.single_load_stats(
         np.ascontiguousarray(assignment, dtype=np.int64),
         np.ascontiguousarray(instance.load, dtype=np.float64),
@@ -240,10 +234,6 @@ def cluster_stats(
     Reductions are called as ufunc methods: numpy's Python wrappers (np.max, .mean, .var) cost more than the sums
     on a small cluster; single loads of a small instance are computed compiled, once `warm_up` has loaded the
     kernel (see SMALL_UNITS)."""
-    if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS and _kernels is not None:
-        compiled = _compiled_stats(instance, assignment, added_capacity, removed, _kernels)
-        if compiled is not None:
-            return compiled
     if added_capacity is None or not len(added_capacity):
         capacity, staying = instance.capacity, instance.active
     else:
@@ -253,6 +243,10 @@ def cluster_stats(
     if removed is not None and len(removed):
         staying = staying.copy()
         staying[np.asarray(removed)] = False
+    if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS and _kernels is not None:
+        compiled = _compiled_stats(instance, assignment, capacity, staying, _kernels)
+        if compiled is not None:
+            return compiled
     n_all = len(capacity)
     per_node = node_series(instance.series, assignment, n_all)
     windows = per_node.shape[1]
