@@ -23,7 +23,7 @@ from service.planning import plan_task
 from service.pool import SolverPool
 from service.routers import assignment, health, splitter
 from service.settings import Settings, get_settings
-from service.telemetry import Metrics
+from service.telemetry import Metrics, fastapi_telemetry
 from solvers.compiled import warm_up as compile_kernels
 from solvers.linux_process import give_back_file_pages
 
@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Stateless: post a statistics snapshot of a running job, get an allocation plan back.",
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        telemetry=fastapi_telemetry(settings.otel),
     )
     app.state.settings = settings
     app.state.pool = pool

@@ -73,6 +73,12 @@ class Settings(BaseSettings):
         description="Plan small requests (service.planning.is_small) in the service process under a watchdog instead "
         "of a worker process (cheaper; see service.inline).",
     )
+    otel: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="FastAPI's own OpenTelemetry spans, metrics and logs (service.telemetry.fastapi_telemetry): on, "
+        "off, or auto: on when a provider is configured when the app is created or FASTAPI_OTEL_AUTO_CONFIGURE is "
+        "true.",
+    )
     open_readyz: bool = Field(default=False, description="With a token set: /readyz answers without it.")
     open_metrics: bool = Field(default=False, description="With a token set: /metrics answers without it.")
 

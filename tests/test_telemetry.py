@@ -326,3 +326,46 @@ def test_a_value_that_is_no_float_never_fails_the_fold() -> None:
     assert registry.get_sample_value("h_count", {"a": "1"}) == 3  # 0.5, 2.0 and +inf ("x" left out)
     assert registry.get_sample_value("h_sum", {"a": "1"}) == float("inf")
     assert registry.get_sample_value("c_total", {"a": "1"}) == 4
+
+
+# ---------------------------------------------------------------------------------------------- FastAPI's OpenTelemetry
+
+
+@pytest.fixture
+def span_exporter(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A configured OpenTelemetry tracer provider (the SDK's, spans kept in memory) in place of the API's unset
+    stand-in, for apps created inside the test; FastAPI's own checks read the same function."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    monkeypatch.delenv("FASTAPI_OTEL_AUTO_CONFIGURE", raising=False)
+    return exporter
+
+
+def test_fastapi_telemetry_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from service.telemetry import fastapi_telemetry
+
+    off = {"tracing": False, "metrics": False, "logs": False}
+    monkeypatch.delenv("FASTAPI_OTEL_AUTO_CONFIGURE", raising=False)
+    assert fastapi_telemetry("off") == off
+    assert fastapi_telemetry("on") is None
+    assert fastapi_telemetry("auto") == off  # no provider set in this process
+    monkeypatch.setenv("FASTAPI_OTEL_AUTO_CONFIGURE", "true")
+    assert fastapi_telemetry("auto") is None  # FastAPI sets providers up from the environment at start-up
+    assert fastapi_telemetry("off") == off
+
+
+@pytest.mark.parametrize(("otel", "spans_expected"), [("auto", True), ("on", True), ("off", False)])
+def test_fastapi_spans_follow_the_otel_setting(otel: str, spans_expected: bool, span_exporter: Any) -> None:
+    """With a provider configured before the app is created, "auto" keeps FastAPI's request spans; "off" drops
+    them; every plan is answered either way."""
+    with TestClient(create_app(Settings(otel=otel))) as client:
+        assert client.post(PLAN, json=make_snapshot()).status_code == 200
+    names = [span.name for span in span_exporter.get_finished_spans()]
+    assert any(name.startswith("POST") for name in names) is spans_expected, names
