@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-	# the solvers' numba kernels (the MILP descent's, flux's, the statistics'), compiled once into their on-disk cache (11-16 s), not at a server's start
+	# the solvers' numba kernels (the MILP descent's, flux's, the statistics', CLB's), compiled once into their on-disk cache (11-16 s), not at a server's start
 	$(BIN)/python -c 'from solvers.compiled import warm_up; raise SystemExit(not warm_up())'
 	touch $(STAMP)
 

@@ -1,5 +1,6 @@
 """The solvers' compiled kernels (numba): the MILP descent's (solvers/milp/kernels.py), flux's
-(solvers/baseline_kernels.py) and the statistics' (solvers/metrics_kernels.py).
+(solvers/baseline_kernels.py), the statistics' (solvers/metrics_kernels.py) and CLB's best-move search
+(solvers/stateful/variance_kernels.py).
 
 `warm_up()` compiles each, or loads it from numba's on-disk cache, once per process where no request's clock runs
 (the service before it forks its solver workers, which inherit them; `make` fills the cache at install). Until then,
@@ -21,8 +22,9 @@ def warm_up() -> bool:
     """Make every kernel ready in this process (idempotent); True when all are."""
     from solvers import baselines, metrics
     from solvers.milp import local_search
+    from solvers.stateful import variance_search
 
-    ready = [local_search.warm_up(), baselines.warm_up(), metrics.warm_up()]
+    ready = [local_search.warm_up(), baselines.warm_up(), metrics.warm_up(), variance_search.warm_up()]
     return all(ready)
 
 

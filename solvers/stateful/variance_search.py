@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -237,7 +238,10 @@ class VarianceSearch:
     def _best_move(self, movable: IntArray, tol: float) -> tuple[int, int] | None:
         """(unit, column) of the move that lowers F the most (within TIE, the one moving the least state; then the
         first in unit order), or None when no move lowers F by more than tol. In row blocks: a second pass
-        recomputes only the blocks that hold a move within TIE of the best."""
+        recomputes only the blocks that hold a move within TIE of the best. Compiled where it can be
+        (solvers/stateful/variance_kernels.py: the same choice)."""
+        if _kernels is not None and not self.usage.shape[1]:
+            return self._best_move_compiled(movable, tol, _kernels)
         n = len(self.nodes)
         blocks = row_blocks(len(movable), n * max(1, self.usage.shape[1]))
         lowest: list[float] = []
@@ -261,6 +265,40 @@ class VarianceSearch:
             if cost.flat[flat] < cheapest:
                 cheapest, choice = float(cost.flat[flat]), (int(movable[block][flat // n]), flat % n)
         return choice
+
+    def _best_move_compiled(
+        self, movable: IntArray, tol: float, kernels: ModuleType
+    ) -> tuple[int, int] | None:
+        inst = self.instance
+        max_cost = inst.max_migration_cost
+        budget = np.array(
+            [
+                self.moved_count,
+                self.moved_cost,
+                -1 if inst.max_migrations is None else inst.max_migrations,
+                np.inf if max_cost is None else max_cost * (1 + 1e-12),
+            ],
+            dtype=np.float64,
+        )
+        unit, column = kernels.best_move(
+            movable,
+            self.col,
+            self.scale,
+            self.g,
+            self.q,
+            self.r,
+            inst.load,
+            self.mean_load,
+            self.cap_load,
+            inst.current,
+            self.nodes,
+            inst.state_size,
+            budget,
+            tol,
+            TIE,
+            np.empty(len(movable)),
+        )
+        return None if unit < 0 else (int(unit), int(column))
 
     def _best_swap(self, movable: IntArray, tol: float) -> tuple[int, int] | None:
         """The first allowed swap among the 64 that lower F the most (ties in (i, k) order), or None. The
@@ -328,6 +366,23 @@ class VarianceSearch:
         return inst.max_migration_cost is None or self.moved_cost + cost <= inst.max_migration_cost * (
             1 + 1e-12
         )
+
+
+# CLB's best-move search compiled with numba (solvers/stateful/variance_kernels.py), once `warm_up` has loaded it in
+# this process; until then, and where numba cannot compile, the numpy code above (the same choices).
+_kernels: ModuleType | None = None
+
+
+def warm_up() -> bool:
+    """Load the compiled best-move search in this process (idempotent); True when it is ready."""
+    global _kernels
+    if _kernels is None:
+        from solvers.compiled import load_kernels
+
+        _kernels = load_kernels(
+            "solvers.stateful.variance_kernels", "clb's search runs without its compiled kernel"
+        )
+    return _kernels is not None
 
 
 def _first_64(value: FloatArray, cell: IntArray) -> IntArray:

@@ -1,0 +1,132 @@
+"""CLB's best-move search (solvers/stateful/variance_search.py, `VarianceSearch._best_move`) compiled with numba, for
+searches without a further resource.
+
+Why: a step evaluates every movable unit on every staying node, and as numpy a step of 1,000 units x 500 nodes made
+about twelve unit x node temporaries in blocks, 10 ms a step; CLB on that snapshot (bench.reliability.deadlines,
+shape dense) was cut by its 10 s limit after 879 steps of its two searches. Compiled, a step is one pass over the
+cells without temporaries, and a second only over the units that hold a move within TIE of the best.
+
+The same decisions as the numpy code, bit for bit (tests/test_variance_kernels.py checks them against it on ties,
+integer, tiny and huge loads, pins, mixed capacities and both budgets):
+- every change of F is computed by the same IEEE operations on the same operands in the same order (no fastmath);
+- a NaN anywhere among the allowed moves ends the search, as the numpy minimum does;
+- among the moves within TIE of the best, the one moving the least state wins, ties to the first in (unit, node)
+  order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def best_move(
+    movable: np.ndarray,
+    col: np.ndarray,
+    scale: np.ndarray,
+    g: np.ndarray,
+    q: np.ndarray,
+    r: np.ndarray,
+    unit_load: np.ndarray,
+    mean_load: np.ndarray,
+    cap_load: np.ndarray,
+    current: np.ndarray,
+    nodes: np.ndarray,
+    state_size: np.ndarray,
+    budget: np.ndarray,
+    tol: float,
+    tie: float,
+    row_min: np.ndarray,
+) -> tuple[int, int]:
+    """(unit, column) of the move that lowers F the most (see the module docstring), or (-1, -1) when none lowers it
+    by more than tol. budget: [moved count, moved cost, max migrations (-1: none), max cost with its tolerance (inf:
+    none)]; row_min: scratch of len(movable)."""
+    n = nodes.shape[0]
+    moved_count, moved_cost = budget[0], budget[1]
+    max_count, max_cost = budget[2], budget[3]
+    best = np.inf
+    for i in range(movable.shape[0]):
+        u = movable[i]
+        a = col[u]
+        sa = scale[a]
+        ga = g[u, a]
+        qu, ru = q[u], r[u]
+        placed = current[u] >= 0
+        away = 1 if placed and nodes[a] != current[u] else 0
+        low = np.inf
+        for c in range(n):
+            if c == a or not mean_load[c] + unit_load[u] <= cap_load[c]:
+                continue
+            count = (1 if nodes[c] != current[u] else 0) - away if placed else 0
+            if max_count >= 0 and not moved_count + count <= max_count:
+                continue
+            if not moved_cost + count * state_size[u] <= max_cost:
+                continue
+            sb = scale[c]
+            # (-2 sa ga + sa^2 q + 2 sb g + sb^2 q) / n - (2 d r + d^2 q), in numpy's order of operations
+            value = (((-2.0 * sa) * ga + (sa * sa) * qu) + (2.0 * sb) * g[u, c] + (sb * sb) * qu) / n
+            d = (sb - sa) / n
+            value = value - ((2.0 * d) * ru + (d * d) * qu)
+            if np.isnan(value):
+                return -1, -1
+            if value < low:
+                low = value
+        row_min[i] = low
+        if low < best:
+            best = low
+    if not best < -tol:
+        return -1, -1
+    bound = best * (1 - tie)
+    choice_unit, choice_col = -1, -1
+    cheapest = np.inf
+    for i in range(movable.shape[0]):
+        u = movable[i]
+        if not row_min[i] <= bound or not state_size[u] < cheapest:
+            continue
+        a = col[u]
+        sa = scale[a]
+        ga = g[u, a]
+        qu, ru = q[u], r[u]
+        placed = current[u] >= 0
+        away = 1 if placed and nodes[a] != current[u] else 0
+        for c in range(n):
+            if c == a or not mean_load[c] + unit_load[u] <= cap_load[c]:
+                continue
+            count = (1 if nodes[c] != current[u] else 0) - away if placed else 0
+            if max_count >= 0 and not moved_count + count <= max_count:
+                continue
+            if not moved_cost + count * state_size[u] <= max_cost:
+                continue
+            sb = scale[c]
+            value = (((-2.0 * sa) * ga + (sa * sa) * qu) + (2.0 * sb) * g[u, c] + (sb * sb) * qu) / n
+            d = (sb - sa) / n
+            value = value - ((2.0 * d) * ru + (d * d) * qu)
+            if value <= bound:
+                cheapest, choice_unit, choice_col = state_size[u], u, c
+                break
+    return choice_unit, choice_col
+
+
+def compile_all() -> None:
+    """Compile the kernel for the types the search passes (or load it from the on-disk cache)."""
+    i = np.array([0, 1], dtype=np.int64)
+    f = np.array([1.0, 2.0])
+    best_move(
+        i,
+        i,
+        f,
+        np.ones((2, 2)),
+        f,
+        f,
+        f,
+        f,
+        f,
+        i,
+        i,
+        f,
+        np.array([0.0, 0.0, -1.0, np.inf]),
+        1e-12,
+        1e-9,
+        np.empty(2),
+    )

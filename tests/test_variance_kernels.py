@@ -1,0 +1,165 @@
+"""CLB's compiled best-move search (solvers/stateful/variance_kernels.py) takes the numpy code's decisions, bit for
+bit: whole searches compared step by step on ties, integer, tiny and huge loads, mixed capacities, pins, units
+without a node, draining nodes, count and cost budgets (some already overspent by the start) and series of 1-4
+windows; and nothing compiles after warm_up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solvers.instance import UNPLACED, AssignmentInstance
+from solvers.stateful import variance_kernels, variance_search
+from solvers.stateful.variance_search import VarianceSearch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm() -> None:
+    assert variance_search.warm_up()
+
+
+def _instance(data: st.DataObject) -> tuple[AssignmentInstance, np.ndarray]:
+    n = data.draw(st.integers(2, 9), label="nodes")
+    units = data.draw(st.integers(1, 40), label="units")
+    windows = data.draw(st.integers(1, 4), label="windows")
+    values = data.draw(
+        st.lists(
+            st.one_of(
+                st.integers(0, 4).map(float),  # ties and zeros
+                st.floats(0.01, 100.0),
+                st.floats(1e6, 1e9),
+                st.just(1e-9),
+            ),
+            min_size=units * windows,
+            max_size=units * windows,
+        )
+    )
+    series = np.array(values).reshape(units, windows)
+    capacity = np.array(data.draw(st.lists(st.sampled_from([100.0, 200.0, 400.0]), min_size=n, max_size=n)))
+    capacity *= max(
+        1.0, float(series.mean(axis=1).sum()) / 50.0
+    )  # room enough that the cap binds sometimes only
+    draining = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n))) & (np.arange(n) > 0)
+    current = np.array(data.draw(st.lists(st.integers(-1, n - 1), min_size=units, max_size=units)))
+    pinned = np.array(data.draw(st.lists(st.booleans(), min_size=units, max_size=units))) & (current >= 0)
+    state = np.array(
+        data.draw(st.lists(st.sampled_from([1.0, 3.0, 1e-6, 1e6]), min_size=units, max_size=units))
+    )
+    budget = data.draw(st.sampled_from(["none", "count", "cost"]), label="budget")
+    inst = AssignmentInstance(
+        node_ids=tuple(f"n{j}" for j in range(n)),
+        capacity=capacity,
+        draining=draining,
+        unit_ids=tuple(f"u{i}" for i in range(units)),
+        current=np.where(current >= 0, current, UNPLACED).astype(np.int64),
+        series=series,
+        state_size=state,
+        pinned=pinned,
+        max_migrations=data.draw(st.integers(0, units)) if budget == "count" else None,
+        max_migration_cost=float(state.sum()) * data.draw(st.floats(0.0, 1.0)) if budget == "cost" else None,
+    )
+    # the start: where the units are, or anywhere (a plan that may already spend more than the budget)
+    if data.draw(st.booleans(), label="shuffled start"):
+        start = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=units, max_size=units)))
+        start = np.where(pinned, inst.current, start).astype(np.int64)
+    else:
+        start = inst.current.copy()
+    return inst, start
+
+
+def _search(
+    inst: AssignmentInstance, start: np.ndarray, kernels: Any
+) -> tuple[list[tuple[int, int] | None], Any]:
+    """The first steps' choices of a search (each step applied), with or without the kernel."""
+    variance_search._kernels = kernels
+    try:
+        search = VarianceSearch.start(inst, inst.series, start)
+        movable = np.flatnonzero(inst.movable & (search.col >= 0))
+        tol = 1e-12 * max(search.objective, 1e-300)
+        choices: list[tuple[int, int] | None] = []
+        for _ in range(3 * len(movable) + 5):
+            choice = search._best_move(movable, tol) if len(movable) else None
+            choices.append(choice)
+            if choice is None:
+                break
+            search.move(*choice)
+        return choices, search.assignment()
+    finally:
+        variance_search._kernels = variance_kernels
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_compiled_best_move_takes_the_numpy_choices(data: st.DataObject) -> None:
+    inst, start = _instance(data)
+    numpy_choices, numpy_plan = _search(inst, start, None)
+    compiled_choices, compiled_plan = _search(inst, start, variance_kernels)
+    assert compiled_choices == numpy_choices
+    np.testing.assert_array_equal(compiled_plan, numpy_plan)
+
+
+def test_a_nan_change_ends_the_search_as_in_numpy() -> None:
+    """Loads whose squares overflow make some changes of F NaN (inf - inf): the numpy minimum is NaN then, and no
+    move is taken; the kernel must say the same."""
+    series = np.array(
+        [[0.236, 1.958], [6.75e151, 1.244e154], [2.831, 0.380], [2.594, 5.421e153], [1.142, 1.289]]
+    )
+    inst = AssignmentInstance(
+        node_ids=("a", "b", "c"),
+        capacity=np.array([1e300, 2e300, 2e300]),
+        draining=np.zeros(3, dtype=bool),
+        unit_ids=tuple(f"u{i}" for i in range(5)),
+        current=np.array([2, 2, 2, 0, 0], dtype=np.int64),
+        series=series,
+        state_size=np.ones(5),
+        pinned=np.zeros(5, dtype=bool),
+    )
+    with np.errstate(all="ignore"):
+        search = VarianceSearch.start(inst, series, inst.current)
+        assert np.isfinite(search.objective) and np.isnan(search._step_deltas(np.arange(5))).any()
+        numpy_choices, _ = _search(inst, inst.current, None)
+        compiled_choices, _ = _search(inst, inst.current, variance_kernels)
+    assert compiled_choices == numpy_choices == [None]
+
+
+def test_nothing_compiles_after_warm_up() -> None:
+    signatures = len(variance_kernels.best_move.signatures)
+    rng = np.random.default_rng(3)
+    inst = AssignmentInstance(
+        node_ids=tuple(f"n{j}" for j in range(5)),
+        capacity=np.full(5, 100.0),
+        draining=np.zeros(5, dtype=bool),
+        unit_ids=tuple(f"u{i}" for i in range(30)),
+        current=rng.integers(0, 2, 30).astype(np.int64),
+        series=rng.uniform(0, 5, (30, 3)),
+        state_size=np.ones(30),
+        pinned=np.zeros(30, dtype=bool),
+        max_migrations=7,
+    )
+    _search(inst, inst.current, variance_kernels)
+    assert len(variance_kernels.best_move.signatures) == signatures
+
+
+def test_a_start_over_the_count_budget_allows_no_move_not_even_of_a_unit_without_a_node() -> None:
+    """The start has spent more migrations than allowed (a placed unit elsewhere): the numpy code then refuses every
+    move but sending it home, those of units without a node (which cost nothing) too; so must the kernel."""
+    inst = AssignmentInstance(
+        node_ids=("a", "b", "c"),
+        capacity=np.full(3, 100.0),
+        draining=np.zeros(3, dtype=bool),
+        unit_ids=("placed", "new", "other"),
+        current=np.array([0, UNPLACED, 1], dtype=np.int64),
+        series=np.array([[1.0], [30.0], [30.0]]),
+        state_size=np.ones(3),
+        pinned=np.zeros(3, dtype=bool),
+        max_migrations=0,
+    )
+    start = np.array([1, 1, 1], dtype=np.int64)  # "placed" moved (1 > 0), "new" on the crowded node
+    numpy_choices, _ = _search(inst, start, None)
+    compiled_choices, _ = _search(inst, start, variance_kernels)
+    assert numpy_choices[0] == (0, 0)  # home first: only then may "new" move
+    assert compiled_choices == numpy_choices
