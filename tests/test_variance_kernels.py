@@ -1,10 +1,11 @@
-"""CLB's compiled best-move search (solvers/stateful/variance_kernels.py) takes the numpy code's decisions, bit for
-bit: whole searches compared step by step on ties, integer, tiny and huge loads, mixed capacities, pins, units
+"""CLB's compiled search steps (solvers/stateful/variance_kernels.py: moves and swaps) take the numpy code's
+decisions, bit for bit: whole searches compared step by step on ties, integer, tiny and huge loads, mixed capacities, pins, units
 without a node, draining nodes, count and cost budgets (some already overspent by the start) and series of 1-4
 windows; and nothing compiles after warm_up."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,84 @@ def _search(
         return choices, search.assignment()
     finally:
         variance_search._kernels = variance_kernels
+
+
+def _improved(inst: AssignmentInstance, start: np.ndarray, kernels: Any) -> tuple[int, Any]:
+    """A whole search (moves, then swaps when no move helps), with or without the kernels: (steps, plan)."""
+    variance_search._kernels = kernels
+    try:
+        search = VarianceSearch.start(inst, inst.series, start)
+        steps = search.improve(deadline=float("inf"), max_steps=20 * inst.n_units + 100)
+        return steps, search.assignment()
+    finally:
+        variance_search._kernels = variance_kernels
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_compiled_search_with_swaps_takes_the_numpy_steps(data: st.DataObject) -> None:
+    inst, start = _instance(data)
+    numpy_steps, numpy_plan = _improved(inst, start, None)
+    compiled_steps, compiled_plan = _improved(inst, start, variance_kernels)
+    assert compiled_steps == numpy_steps
+    np.testing.assert_array_equal(compiled_plan, numpy_plan)
+
+
+def _kept_swaps(
+    inst: AssignmentInstance, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, tuple[list[float], list[int]]]:
+    """The 64 swaps a swap step keeps, (changes of F, cells) in order, by the numpy code and by the kernel."""
+    kept: dict[str, tuple[list[float], list[int]]] = {}
+    first_64 = variance_search._first_64
+
+    def numpy_first_64(value: np.ndarray, cell: np.ndarray) -> np.ndarray:
+        index = first_64(value, cell)
+        kept["numpy"] = (value[index].tolist(), cell[index].tolist())  # the last call: the step's 64
+        return index
+
+    def compiled(*args: Any) -> int:
+        found = int(variance_kernels.best_swaps(*args))
+        values, cells = args[-2], args[-1]
+        kept["compiled"] = (values[:found].tolist(), cells[:found].tolist())
+        return found
+
+    monkeypatch.setattr(variance_search, "_first_64", numpy_first_64)
+    for kernels in (None, SimpleNamespace(best_swaps=compiled)):
+        monkeypatch.setattr(variance_search, "_kernels", kernels)
+        search = VarianceSearch.start(inst, inst.series, inst.current)
+        search._best_swap(np.flatnonzero(inst.movable), tol=-1e9)  # every pair on different columns qualifies
+    return kept
+
+
+def _three_columns(series: np.ndarray, capacity: list[float]) -> AssignmentInstance:
+    units = len(series)
+    return AssignmentInstance(
+        node_ids=("a", "b", "c"),
+        capacity=np.array(capacity),
+        draining=np.zeros(3, dtype=bool),
+        unit_ids=tuple(f"u{i}" for i in range(units)),
+        current=(np.arange(units) % 3).astype(np.int64),
+        series=series,
+        state_size=np.ones(units),
+        pinned=np.zeros(units, dtype=bool),
+    )
+
+
+def test_swaps_kept_are_the_numpy_ones_to_the_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Float series, mixed capacities (every term of the change of F non-zero): the same 64 values, to the bit, in
+    the same order."""
+    series = np.random.default_rng(5).uniform(0.1, 9.9, (60, 3))
+    kept = _kept_swaps(_three_columns(series, [100.0, 200.0, 400.0]), monkeypatch)
+    assert len(kept["numpy"][1]) == 64
+    assert kept["compiled"] == kept["numpy"]
+
+
+def test_swaps_tied_beyond_the_64_best_are_taken_in_cell_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Identical units on equal columns: every swap changes F by the same amount, and which 64 are kept, and in which
+    order, is decided by (i, k) alone."""
+    kept = _kept_swaps(_three_columns(np.ones((60, 2)), [100.0, 100.0, 100.0]), monkeypatch)
+    assert len(set(kept["numpy"][0])) == 1 and len(kept["numpy"][1]) == 64
+    assert kept["compiled"] == kept["numpy"]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

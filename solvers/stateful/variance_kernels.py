@@ -1,17 +1,19 @@
-"""CLB's best-move search (solvers/stateful/variance_search.py, `VarianceSearch._best_move`) compiled with numba, for
-searches without a further resource.
+"""CLB's local search steps (solvers/stateful/variance_search.py: `VarianceSearch._best_move` and `_best_swap`)
+compiled with numba.
 
-Why: a step evaluates every movable unit on every staying node, and as numpy a step of 1,000 units x 500 nodes made
-about twelve unit x node temporaries in blocks, 10 ms a step; CLB on that snapshot (bench.reliability.deadlines,
-shape dense) was cut by its 10 s limit after 879 steps of its two searches. Compiled, a step is one pass over the
-cells without temporaries, and a second only over the units that hold a move within TIE of the best.
+Why: a step evaluates every movable unit on every staying node (a move) or every pair of movable units (a swap),
+and as numpy a move step of 1,000 units x 500 nodes made about twelve unit x node temporaries in blocks (10 ms a
+step), a swap step a dozen unit x unit ones (28 ms); CLB on that snapshot (bench.reliability.deadlines, shape
+dense) was cut by its 10 s limit after 879 steps of its two searches. Compiled, a step is one pass over the cells
+without temporaries (a move step: and a second only over the units that hold a move within TIE of the best).
 
 The same decisions as the numpy code, bit for bit (tests/test_variance_kernels.py checks them against it on ties,
 integer, tiny and huge loads, pins, mixed capacities and both budgets):
 - every change of F is computed by the same IEEE operations on the same operands in the same order (no fastmath);
-- a NaN anywhere among the allowed moves ends the search, as the numpy minimum does;
-- among the moves within TIE of the best, the one moving the least state wins, ties to the first in (unit, node)
-  order.
+- a move: a NaN anywhere among the allowed moves ends the search, as the numpy minimum does; among the moves within
+  TIE of the best, the one moving the least state wins, ties to the first in (unit, node) order;
+- a swap: the 64 best by (change of F, i, k), in that order (the budget and resources are then checked in Python,
+  as before).
 """
 
 from __future__ import annotations
@@ -108,6 +110,59 @@ def best_move(
     return choice_unit, choice_col
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def best_swaps(
+    cols: np.ndarray,
+    sa: np.ndarray,
+    by_column: np.ndarray,
+    product: np.ndarray,
+    load: np.ndarray,
+    mean_load: np.ndarray,
+    cap_load: np.ndarray,
+    n: int,
+    tol: float,
+    values: np.ndarray,
+    cells: np.ndarray,
+) -> int:
+    """The swaps of movable units i and k (cell i * m + k) on different columns that lower F by more than tol and
+    keep both columns under the capacity cap: the (at most len(values)) smallest by (change of F, cell), in that
+    order, written to values and cells; returns how many. cols, sa, load, mean_load and cap_load are per movable
+    unit (its column's scale, mean load and cap); by_column[c, i] is the change of F of i moving to column c."""
+    m = cols.shape[0]
+    size = values.shape[0]
+    count = 0
+    two_over_n = 2.0 / n
+    for i in range(m):
+        ci = cols[i]
+        si = sa[i]
+        for k in range(m):
+            ck = cols[k]
+            if ci == ck:
+                continue
+            sk = sa[k]
+            d = (sk - si) / n
+            # (single + single_back) + (2 d^2 - (2/n)(sa_i^2 + sa_k^2)) x_i . x_k, in numpy's order of operations
+            coefficient = (2.0 * d) * d - two_over_n * (si * si + sk * sk)
+            value = (by_column[ck, i] + by_column[ci, k]) + coefficient * product[i, k]
+            if not value < -tol:
+                continue
+            exchange = load[k] - load[i]
+            if not mean_load[i] + exchange <= cap_load[i] or not mean_load[k] - exchange <= cap_load[k]:
+                continue
+            if count == size and not value < values[size - 1]:
+                continue  # (cells come in increasing order: a later one of an equal value ranks after)
+            at = count if count < size else size - 1
+            while at > 0 and value < values[at - 1]:
+                values[at] = values[at - 1]
+                cells[at] = cells[at - 1]
+                at -= 1
+            values[at] = value
+            cells[at] = i * m + k
+            if count < size:
+                count += 1
+    return count
+
+
 def compile_all() -> None:
     """Compile the kernel for the types the search passes (or load it from the on-disk cache)."""
     i = np.array([0, 1], dtype=np.int64)
@@ -129,4 +184,7 @@ def compile_all() -> None:
         1e-12,
         1e-9,
         np.empty(2),
+    )
+    best_swaps(
+        i, f, np.ones((2, 2)), np.ones((2, 2)), f, f, f, 2, 1e-12, np.empty(64), np.empty(64, dtype=np.int64)
     )

@@ -302,7 +302,8 @@ class VarianceSearch:
 
     def _best_swap(self, movable: IntArray, tol: float) -> tuple[int, int] | None:
         """The first allowed swap among the 64 that lower F the most (ties in (i, k) order), or None. The
-        (i, k) matrices are made in row blocks of i."""
+        (i, k) matrices are made in row blocks of i; compiled where it can be (solvers/stateful/variance_kernels.py:
+        the same 64)."""
         n, m = len(self.nodes), len(movable)
         by_column = np.empty((n, m))  # [c, i] = change of F of i moving to column c (row gathers below: fast)
         for block in row_blocks(m, n):
@@ -315,6 +316,12 @@ class VarianceSearch:
             )  # fixed: the movable set never changes
         load = self.instance.load[movable]
         mean_load, cap_load = self.mean_load[cols], self.cap_load[cols]
+        if _kernels is not None:  # the same 64 swaps in the same order, without the blocks' temporaries
+            value, cell = np.empty(64), np.empty(64, dtype=np.int64)
+            found = _kernels.best_swaps(
+                cols, sa, by_column, self.product, load, mean_load, cap_load, n, tol, value, cell
+            )
+            return self._first_allowed_swap(movable, cell[:found])
         values: list[FloatArray] = []
         cells: list[IntArray] = []
         for block in row_blocks(m, m):
@@ -337,8 +344,12 @@ class VarianceSearch:
         if not values:
             return None
         value, cell = np.concatenate(values), np.concatenate(cells)
-        for index in _first_64(value, cell):
-            i, k = divmod(int(cell[index]), m)
+        return self._first_allowed_swap(movable, cell[_first_64(value, cell)])
+
+    def _first_allowed_swap(self, movable: IntArray, cells: IntArray) -> tuple[int, int] | None:
+        """The first swap of `cells` (i * len(movable) + k, in order) that resources and the budget allow."""
+        for cell in cells.tolist():
+            i, k = divmod(cell, len(movable))
             ui, uk = int(movable[i]), int(movable[k])
             if self._swap_allowed(ui, uk):
                 return ui, uk
