@@ -133,7 +133,7 @@ def _kept_swaps(
         return found
 
     monkeypatch.setattr(variance_search, "_first_64", numpy_first_64)
-    for kernels in (None, SimpleNamespace(best_swaps=compiled)):
+    for kernels in (None, SimpleNamespace(best_swaps=compiled, move_changes=variance_kernels.move_changes)):
         monkeypatch.setattr(variance_search, "_kernels", kernels)
         search = VarianceSearch.start(inst, inst.series, inst.current)
         search._best_swap(np.flatnonzero(inst.movable), tol=-1e9)  # every pair on different columns qualifies
@@ -242,3 +242,20 @@ def test_a_start_over_the_count_budget_allows_no_move_not_even_of_a_unit_without
     compiled_choices, _ = _search(inst, start, variance_kernels)
     assert numpy_choices[0] == (0, 0)  # home first: only then may "new" move
     assert compiled_choices == numpy_choices
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_compiled_move_changes_are_the_numpy_ones_to_the_bit(data: st.DataObject) -> None:
+    """Every unit's change of F on every column (its own included, NaN where numpy's is NaN), as the swap step reads
+    them."""
+    inst, start = _instance(data)
+    with np.errstate(all="ignore"):
+        search = VarianceSearch.start(inst, inst.series, start)
+        movable = np.flatnonzero(search.col >= 0)
+        if not len(movable):
+            return
+        expected = search._move_delta(movable).T
+    compiled = np.empty((len(search.nodes), len(movable)))
+    variance_kernels.move_changes(movable, search.col, search.scale, search.g, search.q, search.r, compiled)
+    np.testing.assert_array_equal(compiled, expected)

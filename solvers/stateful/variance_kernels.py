@@ -111,6 +111,32 @@ def best_move(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def move_changes(
+    movable: np.ndarray,
+    col: np.ndarray,
+    scale: np.ndarray,
+    g: np.ndarray,
+    q: np.ndarray,
+    r: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """out[c, i]: the change of F if movable[i] moves to column c (`VarianceSearch._move_delta`, transposed), every
+    column, its own included."""
+    n = scale.shape[0]
+    for i in range(movable.shape[0]):
+        u = movable[i]
+        a = col[u]
+        sa = scale[a]
+        ga = g[u, a]
+        qu, ru = q[u], r[u]
+        for c in range(n):
+            sb = scale[c]
+            value = (((-2.0 * sa) * ga + (sa * sa) * qu) + (2.0 * sb) * g[u, c] + (sb * sb) * qu) / n
+            d = (sb - sa) / n
+            out[c, i] = value - ((2.0 * d) * ru + (d * d) * qu)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def best_swaps(
     cols: np.ndarray,
     sa: np.ndarray,

@@ -306,8 +306,11 @@ class VarianceSearch:
         the same 64)."""
         n, m = len(self.nodes), len(movable)
         by_column = np.empty((n, m))  # [c, i] = change of F of i moving to column c (row gathers below: fast)
-        for block in row_blocks(m, n):
-            by_column[:, block] = self._move_delta(movable[block]).T
+        if _kernels is not None:
+            _kernels.move_changes(movable, self.col, self.scale, self.g, self.q, self.r, by_column)
+        else:
+            for block in row_blocks(m, n):
+                by_column[:, block] = self._move_delta(movable[block]).T
         cols = self.col[movable]
         sa = self.scale[cols]
         if self.product is None:
