@@ -5,6 +5,8 @@ windows; and nothing compiles after warm_up."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -205,22 +207,36 @@ def test_a_nan_change_ends_the_search_as_in_numpy() -> None:
     assert compiled_choices == numpy_choices == [None]
 
 
-def test_nothing_compiles_after_warm_up() -> None:
-    signatures = len(variance_kernels.best_move.signatures)
-    rng = np.random.default_rng(3)
-    inst = AssignmentInstance(
-        node_ids=tuple(f"n{j}" for j in range(5)),
-        capacity=np.full(5, 100.0),
-        draining=np.zeros(5, dtype=bool),
-        unit_ids=tuple(f"u{i}" for i in range(30)),
-        current=rng.integers(0, 2, 30).astype(np.int64),
-        series=rng.uniform(0, 5, (30, 3)),
-        state_size=np.ones(30),
-        pinned=np.zeros(30, dtype=bool),
-        max_migrations=7,
+WARM_THEN_SEARCH = """
+import numpy as np
+from solvers.compiled import warm_up
+from solvers.instance import AssignmentInstance
+from solvers.stateful import variance_kernels as kernels
+from solvers.stateful.variance_search import VarianceSearch
+
+assert warm_up()
+compiled = [len(k.signatures) for k in (kernels.best_move, kernels.best_swaps, kernels.move_changes)]
+rng = np.random.default_rng(3)
+inst = AssignmentInstance(
+    node_ids=tuple(f"n{j}" for j in range(5)), capacity=np.full(5, 100.0), draining=np.zeros(5, dtype=bool),
+    unit_ids=tuple(f"u{i}" for i in range(30)), current=rng.integers(0, 2, 30).astype(np.int64),
+    series=rng.uniform(0, 5, (30, 3)), state_size=np.ones(30), pinned=np.zeros(30, dtype=bool), max_migrations=7,
+)
+search = VarianceSearch.start(inst, inst.series, inst.current)
+movable = np.flatnonzero(inst.movable)
+search._best_move(movable, 1e-12)
+search._best_swap(movable, 1e-12)
+print(compiled, [len(k.signatures) for k in (kernels.best_move, kernels.best_swaps, kernels.move_changes)])
+"""
+
+
+def test_warm_up_compiles_every_kernel_and_a_search_nothing_more() -> None:
+    """In a fresh process (the service's, before it forks its workers): warm_up compiles each kernel once (a compile
+    inside a request takes seconds, in every solver worker), and a move step and a swap step compile nothing more."""
+    result = subprocess.run(
+        [sys.executable, "-c", WARM_THEN_SEARCH], capture_output=True, text=True, check=True, timeout=600
     )
-    _search(inst, inst.current, variance_kernels)
-    assert len(variance_kernels.best_move.signatures) == signatures
+    assert result.stdout.split("] [") == ["[1, 1, 1", "1, 1, 1]\n"], result.stdout
 
 
 def test_a_start_over_the_count_budget_allows_no_move_not_even_of_a_unit_without_a_node() -> None:

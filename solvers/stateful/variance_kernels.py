@@ -190,7 +190,8 @@ def best_swaps(
 
 
 def compile_all() -> None:
-    """Compile the kernel for the types the search passes (or load it from the on-disk cache)."""
+    """Compile the kernels for the types the search passes (or load them from the on-disk cache): one call each, so
+    no call of a search compiles (tests/test_variance_kernels.py)."""
     i = np.array([0, 1], dtype=np.int64)
     f = np.array([1.0, 2.0])
     best_move(
@@ -214,3 +215,4 @@ def compile_all() -> None:
     best_swaps(
         i, f, np.ones((2, 2)), np.ones((2, 2)), f, f, f, 2, 1e-12, np.empty(64), np.empty(64, dtype=np.int64)
     )
+    move_changes(i, i, f, np.ones((2, 2)), f, f, np.empty((2, 2)))
