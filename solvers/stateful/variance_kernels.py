@@ -22,6 +22,52 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _change(sa: float, ga: float, qu: float, ru: float, sb: float, gb: float, n: int) -> float:
+    """The change of F if a unit (|x|^2 = qu, x . mu = ru) moves from a column of scale sa (G there: ga) to one of
+    scale sb (G there: gb), `VarianceSearch._move_delta`'s (-2 sa ga + sa^2 q + 2 sb g + sb^2 q) / n - (2 d r + d^2 q),
+    d = (sb - sa) / n, in numpy's order of operations."""
+    value = (((-2.0 * sa) * ga + (sa * sa) * qu) + (2.0 * sb) * gb + (sb * sb) * qu) / n
+    d = (sb - sa) / n
+    return value - ((2.0 * d) * ru + (d * d) * qu)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _allowed_changes(
+    u: int,
+    col: np.ndarray,
+    scale: np.ndarray,
+    g: np.ndarray,
+    q: np.ndarray,
+    r: np.ndarray,
+    unit_load: np.ndarray,
+    mean_load: np.ndarray,
+    cap_load: np.ndarray,
+    current: np.ndarray,
+    nodes: np.ndarray,
+    state_size: np.ndarray,
+    budget: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """out[c]: the change of F if unit u moves to column c, inf where it may not (its own column, over the capacity
+    cap, over the budget: `VarianceSearch._step_deltas`)."""
+    n = nodes.shape[0]
+    moved_count, moved_cost, max_count, max_cost = budget[0], budget[1], budget[2], budget[3]
+    a = col[u]
+    placed = current[u] >= 0
+    away = 1 if placed and nodes[a] != current[u] else 0
+    for c in range(n):
+        out[c] = np.inf
+        if c == a or not mean_load[c] + unit_load[u] <= cap_load[c]:
+            continue
+        count = (1 if nodes[c] != current[u] else 0) - away if placed else 0
+        if max_count >= 0 and not moved_count + count <= max_count:
+            continue
+        if not moved_cost + count * state_size[u] <= max_cost:
+            continue
+        out[c] = _change(scale[a], g[u, a], q[u], r[u], scale[c], g[u, c], n)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def best_move(
     movable: np.ndarray,
@@ -45,35 +91,31 @@ def best_move(
     by more than tol. budget: [moved count, moved cost, max migrations (-1: none), max cost with its tolerance (inf:
     none)]; row_min: scratch of len(movable)."""
     n = nodes.shape[0]
-    moved_count, moved_cost = budget[0], budget[1]
-    max_count, max_cost = budget[2], budget[3]
+    row = np.empty(n)
     best = np.inf
     for i in range(movable.shape[0]):
-        u = movable[i]
-        a = col[u]
-        sa = scale[a]
-        ga = g[u, a]
-        qu, ru = q[u], r[u]
-        placed = current[u] >= 0
-        away = 1 if placed and nodes[a] != current[u] else 0
+        _allowed_changes(
+            movable[i],
+            col,
+            scale,
+            g,
+            q,
+            r,
+            unit_load,
+            mean_load,
+            cap_load,
+            current,
+            nodes,
+            state_size,
+            budget,
+            row,
+        )
         low = np.inf
         for c in range(n):
-            if c == a or not mean_load[c] + unit_load[u] <= cap_load[c]:
-                continue
-            count = (1 if nodes[c] != current[u] else 0) - away if placed else 0
-            if max_count >= 0 and not moved_count + count <= max_count:
-                continue
-            if not moved_cost + count * state_size[u] <= max_cost:
-                continue
-            sb = scale[c]
-            # (-2 sa ga + sa^2 q + 2 sb g + sb^2 q) / n - (2 d r + d^2 q), in numpy's order of operations
-            value = (((-2.0 * sa) * ga + (sa * sa) * qu) + (2.0 * sb) * g[u, c] + (sb * sb) * qu) / n
-            d = (sb - sa) / n
-            value = value - ((2.0 * d) * ru + (d * d) * qu)
-            if np.isnan(value):
+            if np.isnan(row[c]):
                 return -1, -1
-            if value < low:
-                low = value
+            if row[c] < low:
+                low = row[c]
         row_min[i] = low
         if low < best:
             best = low
@@ -86,25 +128,11 @@ def best_move(
         u = movable[i]
         if not row_min[i] <= bound or not state_size[u] < cheapest:
             continue
-        a = col[u]
-        sa = scale[a]
-        ga = g[u, a]
-        qu, ru = q[u], r[u]
-        placed = current[u] >= 0
-        away = 1 if placed and nodes[a] != current[u] else 0
+        _allowed_changes(
+            u, col, scale, g, q, r, unit_load, mean_load, cap_load, current, nodes, state_size, budget, row
+        )
         for c in range(n):
-            if c == a or not mean_load[c] + unit_load[u] <= cap_load[c]:
-                continue
-            count = (1 if nodes[c] != current[u] else 0) - away if placed else 0
-            if max_count >= 0 and not moved_count + count <= max_count:
-                continue
-            if not moved_cost + count * state_size[u] <= max_cost:
-                continue
-            sb = scale[c]
-            value = (((-2.0 * sa) * ga + (sa * sa) * qu) + (2.0 * sb) * g[u, c] + (sb * sb) * qu) / n
-            d = (sb - sa) / n
-            value = value - ((2.0 * d) * ru + (d * d) * qu)
-            if value <= bound:
+            if row[c] <= bound:
                 cheapest, choice_unit, choice_col = state_size[u], u, c
                 break
     return choice_unit, choice_col
@@ -126,14 +154,8 @@ def move_changes(
     for i in range(movable.shape[0]):
         u = movable[i]
         a = col[u]
-        sa = scale[a]
-        ga = g[u, a]
-        qu, ru = q[u], r[u]
         for c in range(n):
-            sb = scale[c]
-            value = (((-2.0 * sa) * ga + (sa * sa) * qu) + (2.0 * sb) * g[u, c] + (sb * sb) * qu) / n
-            d = (sb - sa) / n
-            out[c, i] = value - ((2.0 * d) * ru + (d * d) * qu)
+            out[c, i] = _change(scale[a], g[u, a], q[u], r[u], scale[c], g[u, c], n)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
