@@ -139,8 +139,8 @@ def test_nodes_marked_without_a_move_have_none_after_any_step(data: st.DataObjec
         touched = (int(cluster.assignment[unit]), node)
         cluster.move(unit, node)
         loosened = cluster.moved_count < used[0] or cluster.moved_cost < used[1]
-        unmovable.record(cluster, ranges, candidates, tol, touched, loosened)
         violation = ranges.violation(cluster.load, cluster.capacity)
+        unmovable.record(cluster, ranges, candidates, tol, touched, loosened, violation)
         where = cluster.assignment[candidates]
         for marked in np.flatnonzero(unmovable.none).tolist():
             if cluster.load[marked] > ranges.hi[marked]:
@@ -177,7 +177,8 @@ def _step(cluster: Cluster, unmovable: _Unmovable, ranges: Ranges, unit: int, no
     touched = (int(cluster.assignment[unit]), node)
     cluster.move(unit, node)
     loosened = cluster.moved_count < used[0] or cluster.moved_cost < used[1]
-    unmovable.record(cluster, ranges, candidates, _tolerance(ranges, cluster), touched, loosened)
+    violation = ranges.violation(cluster.load, cluster.capacity)
+    unmovable.record(cluster, ranges, candidates, _tolerance(ranges, cluster), touched, loosened, violation)
 
 
 def test_a_node_above_its_range_gets_a_move_when_another_node_sheds_load() -> None:

@@ -74,7 +74,9 @@ class _Unmovable:
 
     def __init__(self, n_nodes: int) -> None:
         self.none = np.zeros(n_nodes, dtype=np.bool_)  # no improving move (as of the last step recorded)
-        self.units_of: dict[int, IntArray] = {}  # the units of each such node above its range
+        self.units_of: dict[
+            int, IntArray
+        ] = {}  # the units of each such node above its range (its keys: those nodes)
 
     def forget(self, nodes: IntArray | list[int]) -> None:
         self.none[nodes] = False
@@ -89,8 +91,10 @@ class _Unmovable:
         tol: float,
         touched: tuple[int, ...],
         loosened: bool,
+        violation: FloatArray,
     ) -> None:
-        """Update after a step that moved units off or onto the nodes `touched` (`loosened`: it used less budget)."""
+        """Update after a step that moved units off or onto the nodes `touched` (`loosened`: it used less budget);
+        `violation`: the nodes' violation after it."""
         if loosened:
             self.forget(np.flatnonzero(self.none))
             return
@@ -98,9 +102,8 @@ class _Unmovable:
         known = np.flatnonzero(self.none)
         if not len(known):
             return
-        violation = ranges.violation(cluster.load, cluster.capacity)
-        above = [node for node in known.tolist() if node in self.units_of]
-        cols = np.array([node for node in touched if cluster.receivable[node]], dtype=np.int64)
+        above = list(self.units_of)
+        cols = np.array([node for node in touched if not cluster.leaving[node]], dtype=np.int64)
         if above and len(cols):
             rows = np.concatenate([self.units_of[node] for node in above])
             valid = _valid_moves(cluster, ranges, rows, cols, tol, violation)
@@ -121,6 +124,7 @@ def _best_move(
     tol: float,
     unmovable: _Unmovable | None = None,
     deadline: float = math.inf,
+    violation: FloatArray | None = None,
 ) -> tuple[int, int] | None:
     """An improving single move for the worst node that has one (the most violation removed per state moved), or
     None.
@@ -128,8 +132,10 @@ def _best_move(
     Only two kinds of move lower the violation: a unit leaving a node above its range, and a unit arriving on a node
     below it. Focusing on one node makes a round cost (its units x nodes) or (units x 1), not units x nodes. With
     `unmovable`, nodes known to have no move are passed over (see _Unmovable). None also once `deadline` has passed
-    (checked before each node's search: one step may search thousands of nodes)."""
-    violation = ranges.violation(cluster.load, cluster.capacity)
+    (checked before each node's search: one step may search thousands of nodes). `violation`: the nodes' violation
+    now, when the caller has it."""
+    if violation is None:
+        violation = ranges.violation(cluster.load, cluster.capacity)
     receivable = np.flatnonzero(cluster.receivable)
     where = cluster.assignment[candidates]
     if unmovable is None:
@@ -140,7 +146,8 @@ def _best_move(
     for node in nodes:
         if time.perf_counter() > deadline:
             return None
-        if cluster.load[node] > ranges.hi[node]:
+        above = bool(cluster.load[node] > ranges.hi[node])
+        if above:
             rows = candidates[where == node]
             found = _move_block(cluster, ranges, rows, receivable, tol, violation)
         else:
@@ -150,7 +157,7 @@ def _best_move(
             return found[1], found[2]
         if unmovable is not None:
             unmovable.none[node] = True
-            if cluster.load[node] > ranges.hi[node]:
+            if above:
                 unmovable.units_of[node] = rows
     return None
 
@@ -308,11 +315,19 @@ def repair(cluster: Cluster, ranges: Ranges, deadline: float, remember_unmovable
     unmovable = _Unmovable(len(cluster.capacity)) if remember_unmovable else None
     budgeted = inst.max_migrations is not None or inst.max_migration_cost is not None
     steps = 0
+    last: tuple[tuple[int, ...], bool] | None = (
+        None  # the nodes the last step touched, and whether it freed budget
+    )
     for steps in range(4 * inst.n_units + 100):
-        if time.perf_counter() > deadline or not len(ranges.outside(cluster)):
+        if time.perf_counter() > deadline:
             return steps
+        violation = ranges.violation(cluster.load, cluster.capacity)  # (once a step: read by each part below)
+        if not (violation > 0.0).any():
+            return steps
+        if unmovable is not None and last is not None:
+            unmovable.record(cluster, ranges, candidates, tol, *last, violation)
         used = (cluster.moved_count, cluster.moved_cost)
-        move = _best_move(cluster, ranges, candidates, tol, unmovable, deadline)
+        move = _best_move(cluster, ranges, candidates, tol, unmovable, deadline, violation)
         if move is not None:
             touched = (int(cluster.assignment[move[0]]), move[1])
             cluster.move(*move)
@@ -329,10 +344,8 @@ def repair(cluster: Cluster, ranges: Ranges, deadline: float, remember_unmovable
             cluster.place(a, node_b)
             cluster.place(b, node_a)
             touched = (node_a, node_b)
-        if unmovable is not None:
-            # (without a budget, the budget used decides nothing)
-            loosened = budgeted and (cluster.moved_count < used[0] or cluster.moved_cost < used[1])
-            unmovable.record(cluster, ranges, candidates, tol, touched, loosened)
+        # (without a budget, the budget used decides nothing)
+        last = touched, budgeted and (cluster.moved_count < used[0] or cluster.moved_cost < used[1])
     return steps
 
 
