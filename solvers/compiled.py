@@ -1,5 +1,5 @@
 """The solvers' compiled kernels (numba): the MILP descent's (solvers/milp/kernels.py), flux's
-(solvers/baseline_kernels.py), the statistics' (solvers/metrics_kernels.py) and CLB's best-move search
+(solvers/baseline_kernels.py), the statistics' (solvers/metrics_kernels.py) and CLB's search steps
 (solvers/stateful/variance_kernels.py).
 
 `warm_up()` compiles each, or loads it from numba's on-disk cache, once per process where no request's clock runs

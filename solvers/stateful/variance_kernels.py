@@ -85,13 +85,13 @@ def best_move(
     budget: np.ndarray,
     tol: float,
     tie: float,
-    row_min: np.ndarray,
 ) -> tuple[int, int]:
     """(unit, column) of the move that lowers F the most (see the module docstring), or (-1, -1) when none lowers it
     by more than tol. budget: [moved count, moved cost, max migrations (-1: none), max cost with its tolerance (inf:
-    none)]; row_min: scratch of len(movable)."""
+    none)]."""
     n = nodes.shape[0]
     row = np.empty(n)
+    row_min = np.empty(movable.shape[0])  # each unit's least change
     best = np.inf
     for i in range(movable.shape[0]):
         _allowed_changes(
@@ -232,7 +232,6 @@ def compile_all() -> None:
         np.array([0.0, 0.0, -1.0, np.inf]),
         1e-12,
         1e-9,
-        np.empty(2),
     )
     best_swaps(
         i, f, np.ones((2, 2)), np.ones((2, 2)), f, f, f, 2, 1e-12, np.empty(64), np.empty(64, dtype=np.int64)

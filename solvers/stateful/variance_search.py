@@ -296,7 +296,6 @@ class VarianceSearch:
             budget,
             tol,
             TIE,
-            np.empty(len(movable)),
         )
         return None if unit < 0 else (int(unit), int(column))
 
@@ -382,13 +381,13 @@ class VarianceSearch:
         )
 
 
-# CLB's best-move search compiled with numba (solvers/stateful/variance_kernels.py), once `warm_up` has loaded it in
+# CLB's search steps compiled with numba (solvers/stateful/variance_kernels.py), once `warm_up` has loaded them in
 # this process; until then, and where numba cannot compile, the numpy code above (the same choices).
 _kernels: ModuleType | None = None
 
 
 def warm_up() -> bool:
-    """Load the compiled best-move search in this process (idempotent); True when it is ready."""
+    """Load the compiled search steps in this process (idempotent); True when they are ready."""
     global _kernels
     if _kernels is None:
         from solvers.compiled import load_kernels
