@@ -250,14 +250,17 @@ def test_the_body_timer_tells_its_expiry_from_other_cancellations_and_is_off_aft
 
 
 @pytest.mark.e2e
-def test_bad_content_length_over_real_http_is_a_problem_and_sigterm_stops_the_server() -> None:
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_bad_content_length_over_real_http_is_a_problem_and_sigterm_stops_the_server(parser: str) -> None:
     """Seen: a bad Content-Length answered 400 text/plain (uvicorn, before the app); hung requests kept the server
-    from stopping on SIGTERM. service.server runs uvicorn with a protocol that answers problem+json."""
+    from stopping on SIGTERM. service.server runs uvicorn with a protocol that answers problem+json, whichever
+    parser it runs."""
     port = free_port("127.0.0.1")
     server = subprocess.Popen(
         [sys.executable, "-m", "service.server", "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        env={**os.environ, "TRIMTAB_HTTP_PARSER": parser},
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -961,7 +964,8 @@ def test_start_up_gives_back_file_pages_before_forking_the_zygote(monkeypatch: p
 
 
 @pytest.mark.e2e
-def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout() -> None:
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout(parser: str) -> None:
     """Seen (29 Nov 2026, eighth session): a connection that sent nothing, or only part of a request head, was held
     for good (still open after 25 and 50 s; uvicorn times out neither), so a few hundred of them (slowloris) would
     take every file descriptor the service has. A connection gets request_head_timeout_s for each request head:
@@ -969,21 +973,25 @@ def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout
     keep-alive requests are untouched."""
     from bench.reliability.servers import serve
 
-    with serve("trimtab", env={"TRIMTAB_REQUEST_HEAD_TIMEOUT_S": "1"}) as (url, _):
+    with serve("trimtab", env={"TRIMTAB_REQUEST_HEAD_TIMEOUT_S": "1", "TRIMTAB_HTTP_PARSER": parser}) as (url, _):
         port = httpx.URL(url).port
         silent = socket.create_connection(("127.0.0.1", port), timeout=10)
         partial = socket.create_connection(("127.0.0.1", port), timeout=10)
         partial.sendall(b"POST /v1/assignment/plan HTTP/1.1\r\nHost: x\r\n")
+        # (a request line cut short is a partial head too: llhttp has begun a message after its first byte)
+        partial_line = socket.create_connection(("127.0.0.1", port), timeout=10)
+        partial_line.sendall(b"POST /v1/assig")
         started = time.monotonic()
         assert silent.recv(1000) == b""  # closed
-        answer = b""
-        while chunk := partial.recv(65536):
-            answer += chunk
-        waited = time.monotonic() - started
-        assert 0.8 < waited < 5, waited
-        head, _, body = answer.decode().partition("\r\n\r\n")
-        assert head.startswith("HTTP/1.1 408"), answer
-        assert "application/problem+json" in head.lower() and json.loads(body)["status"] == 408
+        for connection in (partial, partial_line):
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
+            waited = time.monotonic() - started
+            assert 0.8 < waited < 5, waited
+            head, _, body = answer.decode().partition("\r\n\r\n")
+            assert head.startswith("HTTP/1.1 408"), answer
+            assert "application/problem+json" in head.lower() and json.loads(body)["status"] == 408
         # A keep-alive client whose requests each take longer than the head timeout, with pauses between them
         # shorter than the keep-alive timeout: every request answered on the same connection.
         with httpx.Client(base_url=url, timeout=30) as client:
