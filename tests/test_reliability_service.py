@@ -973,7 +973,8 @@ def test_a_connection_without_a_whole_request_head_is_closed_at_the_head_timeout
     keep-alive requests are untouched."""
     from bench.reliability.servers import serve
 
-    with serve("trimtab", env={"TRIMTAB_REQUEST_HEAD_TIMEOUT_S": "1", "TRIMTAB_HTTP_PARSER": parser}) as (url, _):
+    env = {"TRIMTAB_REQUEST_HEAD_TIMEOUT_S": "1", "TRIMTAB_HTTP_PARSER": parser}
+    with serve("trimtab", env=env) as (url, _):
         port = httpx.URL(url).port
         silent = socket.create_connection(("127.0.0.1", port), timeout=10)
         partial = socket.create_connection(("127.0.0.1", port), timeout=10)
