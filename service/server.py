@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 from http import HTTPStatus
+from operator import itemgetter
 from typing import Any
 
 import httptools
@@ -110,6 +111,10 @@ class ProblemH11Protocol(_ProblemAnswers, H11Protocol):
         return bool(buffered)
 
 
+class _UnparseableRequest(Exception):
+    """A request head the parser accepted and HTTP does not (raised from a parser callback)."""
+
+
 class ProblemHttpToolsProtocol(_ProblemAnswers, HttpToolsProtocol):
     """uvicorn's httptools protocol (llhttp, in C) with problem+json answers and the request-head timer: the default,
     the protocol `uvicorn --http auto` picks. Measured
@@ -137,6 +142,10 @@ class ProblemHttpToolsProtocol(_ProblemAnswers, HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._head_open = False
+        # RFC 9112, 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host (h11 does; llhttp does not).
+        # Raised out of the parser (it stops there; `data_received` answers), so no request cycle starts.
+        if b"host" not in map(itemgetter(0), self.headers) and self.parser.get_http_version() == "1.1":
+            raise _UnparseableRequest("an HTTP/1.1 request needs a Host header")
         super().on_headers_complete()
 
     def _head_pending(self) -> bool:
@@ -154,8 +163,10 @@ class ProblemHttpToolsProtocol(_ProblemAnswers, HttpToolsProtocol):
             else:
                 self._unsupported_upgrade_warning()
         except httptools.HttpParserError as exc:
-            self.logger.warning("Invalid HTTP request received: %s", exc)
-            self.send_400_response(str(exc) or "invalid HTTP request")
+            # (a callback's own refusal comes wrapped: the parser raises HttpParserCallbackError from it)
+            reason = exc.__context__ if isinstance(exc.__context__, _UnparseableRequest) else exc
+            self.logger.warning("Invalid HTTP request received: %s", reason)
+            self.send_400_response(str(reason) or "invalid HTTP request")
 
 
 def http_protocol(parser: str = "httptools") -> type[asyncio.Protocol]:
