@@ -438,6 +438,7 @@ async def _exchange(conn: Connection, payload: Any, deadline: float) -> WorkerAn
         if answered.done():  # (a callback queued before the reader was removed)
             return
         try:
+            os.set_blocking(fd, True)  # (see below: the reader may have made it non-blocking)
             kind, value = conn.recv()
         except (EOFError, OSError) as exc:
             answered.set_exception(WorkerDied(str(exc) or "the solver worker exited"))
@@ -452,6 +453,11 @@ async def _exchange(conn: Connection, payload: Any, deadline: float) -> WorkerAn
             answered.set_result(value)
 
     fd = conn.fileno()
+    # The pipe is read and written whole-message, blocking: a message is sent whole, and read whole once its first
+    # bytes are there. uvloop's add_reader (libuv's poll handle) puts the descriptor in non-blocking mode, and it
+    # stays so: a message larger than the pipe's buffer (64 KiB) then failed halfway with EAGAIN (503 or 500 on
+    # every large request, 30 Nov 2026). asyncio's leaves the mode alone; the mode is set before each send and read.
+    os.set_blocking(fd, True)
     conn.send(payload)
     loop.add_reader(fd, take)
     try:

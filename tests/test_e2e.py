@@ -33,6 +33,20 @@ def test_plan_over_real_http(server: str) -> None:
     assert plan["migrations"] <= 5
 
 
+def test_large_plans_over_real_http_one_after_another(server: str) -> None:
+    """Seen (30 Nov 2026): on the real server's event loop (uvloop, which uvicorn picks when installed) every plan
+    whose body or answer passed the worker pipe's 64 KiB failed (503 or 500), while the in-process tests, on
+    asyncio, passed. Three in a row, so the same worker's pipe is used again."""
+    body = make_snapshot(n_nodes=40, units_per_node=100, budget={"max_migrations": 500}, time_limit_s=2.0)
+    body["algorithm"] = {"name": "largest-load-first"}  # 4,000 units: past the inline caps, to a worker
+    with httpx.Client(timeout=60) as client:
+        for _ in range(3):
+            response = client.post(f"{server}{PLAN}", json=body)
+            assert response.status_code == 200, response.text
+            assert len(response.content) > 64 << 10
+            assert check_plan(body, response.json()) == []
+
+
 def test_bad_input_over_real_http_is_a_problem(server: str) -> None:
     raw = b'{"nodes": [{"id": "n0", "capacity": NaN}], "units": [{"id": "u", "node": "n0", "load": 1}]}'
     response = httpx.post(

@@ -1134,3 +1134,35 @@ def test_hostile_raw_requests_get_answers_below_500_and_problems_for_errors(pars
                     assert json.loads(body)["status"] == code, (name, body)
                 assert status is None or code == status, (name, code, body)
         assert httpx.get(url + "/healthz").status_code == 200
+
+
+def _echo_large(payload: Any, announce: Any) -> Any:
+    from service.pool import WorkerAnswer
+
+    return WorkerAnswer(200, payload[::-1], "application/json")
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_worker_exchanges_larger_than_the_pipe_survive_any_event_loop(loop: str) -> None:
+    """Seen (30 Nov 2026, fourteenth session, bench.reliability.deadlines): under uvloop (uvicorn picks it when
+    installed) every worker request with a payload or answer larger than the pipe's buffer (64 KiB) failed, 503
+    'worker exited' or 500: uvloop's add_reader puts the pipe in non-blocking mode, so the service's blocking send
+    and recv of a whole message met EAGAIN halfway. The exchange works on either loop, and again on the same
+    worker (the pipe's mode outlives one request)."""
+    import uvloop
+
+    from service.pool import SolverPool
+
+    pool = SolverPool(workers=1, queue=0, retry_after_s=1, task=_echo_large)
+    pool.start()
+    payload = os.urandom(3 << 20)
+    try:
+
+        async def ask() -> list[bytes]:
+            return [(await pool.run_isolated(payload, time.monotonic() + 20)).body for _ in range(3)]
+
+        factory = uvloop.new_event_loop if loop == "uvloop" else asyncio.new_event_loop
+        with asyncio.Runner(loop_factory=factory) as runner:
+            assert runner.run(ask()) == [payload[::-1]] * 3
+    finally:
+        pool.shutdown()
