@@ -22,6 +22,7 @@ import httpx
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from uvicorn.loops.auto import auto_loop_factory
 
 from service.algorithms import REGISTRY
 from service.main import create_app
@@ -47,7 +48,7 @@ class PostClient(Protocol):
 
 
 class MainThreadClient:
-    """Drives an app from the calling thread (asyncio.run per request through httpx's ASGI transport), as uvicorn
+    """Drives an app from the calling thread (an event loop per request through httpx's ASGI transport), as uvicorn
     runs it in its main thread: there small plans are planned in the service process (service.inline), which an app
     behind a TestClient (on a portal thread) never does. A 5xx comes back as a response, to be judged."""
 
@@ -68,7 +69,9 @@ class MainThreadClient:
             async with httpx.AsyncClient(transport=transport, base_url="http://trimtab", timeout=120) as c:
                 return await c.post(url, content=content, json=json, headers=headers)
 
-        return asyncio.run(send())
+        # On the event loop uvicorn runs the service on (uvloop when installed, as it is with trimtab)
+        with asyncio.Runner(loop_factory=auto_loop_factory()) as runner:
+            return runner.run(send())
 
     def close(self) -> None:
         self.app.state.pool.shutdown()
