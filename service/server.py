@@ -7,7 +7,8 @@
   error, instead of uvicorn's 400 text/plain.
 - Every request head (request line and headers) must arrive within `request_head_timeout_s` of the connection's
   opening or of its last answer: a partial head gets a 408 problem and the connection is closed, a silent
-  connection is closed (uvicorn times out neither, so idle sockets piled up: slowloris). Idle keep-alive connections
+  connection is closed (uvicorn times out neither, so idle sockets piled up: slowloris). A head longer than
+  MAX_HEAD_BYTES (64 KiB) is refused at once (431; h11 refuses one past 16 KiB, 400). Idle keep-alive connections
   close after `timeout_keep_alive`; the app itself bounds body reads (408) and every plan request (time_limit_s +
   deadline_slack_s).
 - SIGTERM: uvicorn stops accepting, lets requests in flight finish (each is bounded by its deadline; at most
@@ -31,6 +32,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from service.settings import get_settings
 
 IDLE_KEEP_ALIVE_S = 5
+# A request head (request line and headers) longer than this is refused (431): trimtab's clients send a few hundred
+# bytes; proxies allow 8-64 KiB (nginx 4 x 8 KiB, Node.js 16 KiB, Kestrel 32 KiB).
+MAX_HEAD_BYTES = 64 * 1024
 GRACEFUL_SHUTDOWN_S = 10
 
 
@@ -122,9 +126,13 @@ class ProblemHttpToolsProtocol(_ProblemAnswers, HttpToolsProtocol):
     process spent 0.57-0.63 ms of CPU a small plan instead of 0.75-0.78 ms."""
 
     _head_open = False  # bytes of a request head received, not yet its end (llhttp's callbacks say)
+    # The bytes of the open head counted so far: every chunk read while it stays open, except the one it began in
+    # (where it starts in that chunk is not known; that chunk is at most what one read returns).
+    _head_bytes = 0
+    _head_began = False  # a head began in the chunk being parsed
 
     def on_message_begin(self) -> None:
-        self._head_open = True
+        self._head_open, self._head_bytes, self._head_began = True, 0, True
         super().on_message_begin()
 
     def on_headers_complete(self) -> None:
@@ -142,6 +150,7 @@ class ProblemHttpToolsProtocol(_ProblemAnswers, HttpToolsProtocol):
         # uvicorn's, but the 400 names what llhttp found ("Content-Length can't be present with
         # Transfer-Encoding", "Invalid header value char", ...) instead of "Invalid HTTP request received."
         self._unset_keepalive_if_required()
+        self._head_began = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -154,6 +163,17 @@ class ProblemHttpToolsProtocol(_ProblemAnswers, HttpToolsProtocol):
             reason = exc.__context__ if isinstance(exc.__context__, _UnparseableRequest) else exc
             self.logger.warning("Invalid HTTP request received: %s", reason)
             self.send_400_response(str(reason) or "invalid HTTP request")
+            return
+        # h11 refuses a head that grows past 16 KiB unfinished; llhttp reads one for as long as it comes (90 MiB in
+        # the 10 s of the head timer, measured, from one connection).
+        if self._head_open and not self._head_began:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._send_problem_and_close(
+                    431,
+                    "Request Header Fields Too Large",
+                    f"the request head is longer than {MAX_HEAD_BYTES} bytes",
+                )
 
 
 def http_protocol(parser: str = "httptools") -> type[asyncio.Protocol]:

@@ -8,6 +8,7 @@ large body is parsed, and SIGTERM stopping a real server."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -1166,3 +1167,35 @@ def test_worker_exchanges_larger_than_the_pipe_survive_any_event_loop(loop: str)
             assert runner.run(ask()) == [payload[::-1]] * 3
     finally:
         pool.shutdown()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_request_head_without_end_is_refused_early(parser: str) -> None:
+    """Seen (30 Nov 2026, fourteenth session): llhttp reads a request head for as long as it comes (one connection
+    sent 90 MiB of a header in the 10 s of the head timer, then got its 408). h11 refuses one that grows past 16
+    KiB unfinished (400); on httptools the protocol refuses one past MAX_HEAD_BYTES (64 KiB; 431)."""
+    import select
+
+    from bench.reliability.servers import serve
+
+    with serve("trimtab", env={"TRIMTAB_HTTP_PARSER": parser}) as (url, _):
+        port = httpx.URL(url).port
+        assert port is not None
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ")
+            sent = 0
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                while sent < 8 << 20 and not select.select([connection], [], [], 0.005)[0]:
+                    connection.sendall(b"a" * (16 << 10))
+                    sent += 16 << 10
+            answer = b""
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := connection.recv(65536):
+                    answer += chunk
+        assert sent <= 1 << 20, sent  # refused after at most 1 MiB (64 KiB and a read or two)
+        head, _, body = answer.decode().partition("\r\n\r\n")
+        expected = 431 if parser == "httptools" else 400
+        assert head.startswith(f"HTTP/1.1 {expected}"), answer
+        assert json.loads(body)["status"] == expected
+        assert httpx.get(url + "/healthz").status_code == 200
