@@ -46,7 +46,7 @@ class _ProblemAnswers:
     loop: asyncio.AbstractEventLoop
     cycle: Any
     _head_timer: asyncio.TimerHandle | None = None
-    _head_timeout_s: float = 10.0
+    _head_timeout_s: float  # request_head_timeout_s, read when the connection is made
 
     def _head_pending(self) -> bool:
         """Whether bytes of a request head have arrived and not yet its end."""
@@ -122,8 +122,9 @@ class _UnparseableRequest(Exception):
 
 class ProblemHttpToolsProtocol(_ProblemAnswers, HttpToolsProtocol):
     """uvicorn's httptools protocol (llhttp, in C) with problem+json answers and the request-head timer: the default,
-    the protocol `uvicorn --http auto` picks. Measured against h11 under the throughput benchmark's load (30 Nov 2026, 3 rounds each, uvloop for both): the service
-    process spent 0.57-0.63 ms of CPU a small plan instead of 0.75-0.78 ms."""
+    the protocol `uvicorn --http auto` picks. Measured against h11 under the throughput benchmark's load (30 Nov
+    2026, 3 rounds each, uvloop for both): the service process spent 0.57-0.63 ms of CPU a small plan instead of
+    0.75-0.78 ms."""
 
     _head_open = False  # bytes of a request head received, not yet its end (llhttp's callbacks say)
     # The bytes of the open head counted so far: every chunk read while it stays open, except the one it began in
