@@ -74,9 +74,8 @@ class _Unmovable:
 
     def __init__(self, n_nodes: int) -> None:
         self.none = np.zeros(n_nodes, dtype=np.bool_)  # no improving move (as of the last step recorded)
-        self.units_of: dict[
-            int, IntArray
-        ] = {}  # the units of each such node above its range (its keys: those nodes)
+        # the units of each such node above its range (its keys: those nodes)
+        self.units_of: dict[int, IntArray] = {}
 
     def forget(self, nodes: IntArray | list[int]) -> None:
         self.none[nodes] = False
@@ -315,9 +314,8 @@ def repair(cluster: Cluster, ranges: Ranges, deadline: float, remember_unmovable
     unmovable = _Unmovable(len(cluster.capacity)) if remember_unmovable else None
     budgeted = inst.max_migrations is not None or inst.max_migration_cost is not None
     steps = 0
-    last: tuple[tuple[int, ...], bool] | None = (
-        None  # the nodes the last step touched, and whether it freed budget
-    )
+    # the nodes the last step touched, and whether it freed budget
+    last: tuple[tuple[int, ...], bool] | None = None
     for steps in range(4 * inst.n_units + 100):
         if time.perf_counter() > deadline:
             return steps
