@@ -585,8 +585,11 @@ class LocalSearch:
         """Staying nodes where migrated units sit now (or their original nodes): the partners of compound steps
         (a migration sent home frees room there, or on its home a smaller unit can leave instead)."""
         migrated = _indices(self.migrated_mask())
-        nodes = np.unique(self.original[migrated] if homes else self.assignment[migrated])
-        nodes = nodes[self.staying[nodes]]
+        # np.unique's sorted distinct nodes, through a mask over the nodes: O(nodes + migrations) without its hash
+        # and sort (18 % of a descent step's time at 250 nodes x 2,048 key groups)
+        touched = np.zeros(self.inst.n_nodes, dtype=np.bool_)
+        touched[self.original[migrated] if homes else self.assignment[migrated]] = True
+        nodes = _indices(touched & self.staying)
         if len(nodes) > MIGRATION_NODES:
             nodes = nodes[np.argsort(self.util[nodes] if not homes else -self.util[nodes])[:MIGRATION_NODES]]
         return nodes
@@ -605,8 +608,12 @@ class LocalSearch:
             if everywhere:
                 dests = self.active_nodes[self.active_nodes != worst_node]
             else:
-                dests = np.union1d(self._extreme_nodes(True, worst_node), self._migration_nodes(False))
-                dests = dests[dests != worst_node]
+                # np.union1d's sorted distinct nodes less the worst, through a mask over the nodes (no sort)
+                near = np.zeros(self.inst.n_nodes, dtype=np.bool_)
+                near[self._extreme_nodes(True, worst_node)] = True
+                near[self._migration_nodes(False)] = True
+                near[worst_node] = False
+                dests = _indices(near)
             home = self.original[units]
             back = self.counts[units] & (home != worst_node)
             pair_units, pair_dests = _pairs(units, dests)
