@@ -74,6 +74,14 @@ TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole tim
 # TINY_MODEL_MOVES a full model is only started when the time left covers this much per boolean: otherwise its
 # slices end before CP-SAT has a solution, and the call only pays for them (e.g. 900 booleans at time_limit_s 0.2).
 FULL_MODEL_S_PER_MOVE = 200e-6
+# Of the rounds' time, the most a small problem's full model takes in its own doubling slices before it hands over to
+# the perturbations (with the full model beside them for the rest of the call, as after a stall). Why: a full model
+# that improves a little in every slice never stalls, and the perturbations, which find far better plans there in
+# milliseconds, never ran: campaign skew 10009 (16 nodes x 128 key groups, K16) at 3 s 3.61 points with 8 model
+# rounds and no perturbation, against 2.03 at 1 s; at 5 s 2.48. A proof of T s is found either way only when
+# T is at most about half the rounds' time: a slice of T starts T after the rounds' start (the slices double), and
+# after the hand-over the full model beside the perturbations gets the second half in one go.
+FULL_PHASE_SHARE = 0.5
 # (ratio, points): a plan at most this far above the bound is near-optimal by issue 10's measure (within 10 % or 0.05
 # points of the best plan); where a small problem's full model cannot be proven in the time left, such a plan ends the
 # call (see _Rounds.run).
@@ -1090,6 +1098,7 @@ class _Rounds:
         if not full:
             self._start_chain(width, per_node, model_slice)
         since, found_at = 0, begun
+        full_until = begun + FULL_PHASE_SHARE * (self.deadline - begun)
         while True:
             now = time.perf_counter()
             if self.proven:
@@ -1104,10 +1113,10 @@ class _Rounds:
                     f"gap within relative_gap {self.relative_gap} or {self.absolute_gap:.2g} points"
                 )
                 return
-            if full and since >= stall_rounds and now - found_at >= found_at - begun:
-                # The full model stalls without a proof: the rest of the time goes to the rounds of large
-                # problems (perturbations and neighbourhood models), which leave local optima the full model's
-                # short slices (CP-SAT restarts from its hint each slice) do not.
+            if full and ((since >= stall_rounds and now - found_at >= found_at - begun) or now >= full_until):
+                # The full model stalls without a proof, or has had its share of the time (FULL_PHASE_SHARE): the
+                # rest goes to the rounds of large problems (perturbations and neighbourhood models), which leave
+                # local optima the full model's short slices (CP-SAT restarts from its hint each slice) do not.
                 full, stall_rounds, since, found_at, begun = False, STALL_ROUNDS, 0, now, now
                 self._start_background(n_moves)
             elif since >= stall_rounds and now - found_at >= found_at - begun:
@@ -1122,7 +1131,12 @@ class _Rounds:
                 # milliseconds never ran (campaign seed 6034: 7.36 points at 1 s against the optimum 5.05).
                 tiny = n_moves <= TINY_MODEL_MOVES
                 doubling = max(0.01, now - begun)
-                slice_s = doubling if self.backend == "cp-sat" and not tiny else remaining
+                # (a doubling slice ends by full_until: no more than FULL_PHASE_SHARE in all)
+                slice_s = (
+                    max(0.01, min(doubling, full_until - now))
+                    if self.backend == "cp-sat" and not tiny
+                    else remaining
+                )
                 improved = self._full_round(min(remaining, slice_s))
             else:
                 improved = self._neighbourhood_round(rng, width, per_node, model_slice)
