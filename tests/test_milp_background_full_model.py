@@ -108,3 +108,35 @@ def test_an_error_in_the_thread_is_raised_in_the_call(monkeypatch: pytest.Monkey
     rounds.background.thread.join(5.0)
     with pytest.raises(ValueError, match="broken backend"):
         rounds._collect_background()
+
+
+def test_a_full_model_that_improves_in_every_slice_hands_over_after_its_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every slice improves a little, so the full model never stalls: it hands over to the perturbations once it
+    has had FULL_PHASE_SHARE of the rounds' time (campaign seed 10009 took a whole 3 s call, no perturbation)."""
+    inst = _instance(40)
+    seconds = 1.0
+    rounds = _rounds(inst, seconds)
+    ends: list[float] = []
+    perturbed: list[float] = []
+
+    def full_round(slice_s: float) -> bool:
+        time.sleep(slice_s)
+        ends.append(time.perf_counter())
+        return True
+
+    def perturbation(*args: object) -> bool:
+        perturbed.append(time.perf_counter())
+        time.sleep(0.001)
+        return False
+
+    monkeypatch.setattr(rounds, "_full_round", full_round)
+    monkeypatch.setattr(rounds, "_neighbourhood_round", perturbation)
+    monkeypatch.setattr(rounds, "_start_background", lambda n_moves: None)
+    begun = time.perf_counter()
+    rounds.run(begun, seconds, None, 12, full=True)
+    assert perturbed, "the perturbations never ran"
+    assert max(ends) <= perturbed[0]
+    # the full phase ends by its share of the time (plus one sleep's overrun)
+    assert max(ends) - begun <= solve.FULL_PHASE_SHARE * seconds + 0.05
