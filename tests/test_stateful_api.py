@@ -136,3 +136,62 @@ def test_elb_scaling_is_reported(client: TestClient) -> None:
 def test_algorithms_are_listed(client: TestClient) -> None:
     names = {a["name"] for a in client.get("/v1/algorithms").json()["algorithms"]}
     assert {"elb", "clb", "universal-hash"} <= names
+
+
+# Found by the fuzz bench (30 Nov): units lifted from the peak node, then kept back (no room elsewhere), came back
+# after a unit without a node had taken their room: the node ended over the capacity cap and the plan validator
+# answered 500. Units of mean load 1e15 or 1e6 in one window and little in the latest (what ELB balances).
+_N = [{"id": "n0", "capacity": 50.5}, {"id": "n1", "capacity": 1.0}]
+_U0 = {"id": "u0", "load": [19.0, 15.0], "node": "n0", "state_size": 15.115}
+KEPT_BACK_BODIES = [
+    {
+        "nodes": _N,
+        "units": [
+            _U0,
+            {"id": "u1", "load": [0.0, 0.45], "state_size": 0.45},
+            {"id": "u2", "load": [1e6, 30.0]},
+            {"id": "u3", "load": [1e6, 19.0], "node": "n0", "state_size": 1e6},
+            {"id": "u4", "load": [1e6, 1e6], "node": "n0"},
+            {"id": "u5", "load": [0.0, 19.0]},
+        ],
+        "algorithm": {"name": "elb", "tolerance": 0.23327729268534245},
+        "budget": {"max_migrations": 2147483647},
+    },
+    {
+        "nodes": _N,
+        "units": [
+            _U0,
+            {"id": "u1", "load": [1e15, 30.0]},
+            {"id": "u2", "load": [15.0, 19.0], "state_size": 15.0},
+            {"id": "u3", "load": [30.0, 1e12], "node": "n0", "state_size": 19.0},
+            {"id": "u4", "load": [1e15, 1.0], "node": "n0", "state_size": 1.0},
+        ],
+        "algorithm": {"name": "elb", "tolerance": 0.1882401156546202},
+    },
+    {
+        "nodes": _N,
+        "units": [
+            _U0,
+            {"id": "u1", "load": [1e12, 1e12], "node": "n0"},
+            {"id": "u2", "load": [1e15, 19.0], "node": "n0"},
+            {"id": "u3", "load": [1e15, 30.0]},
+            {"id": "u4", "load": [19.0, 30.0], "node": "n0"},
+            {"id": "u5", "load": [15.0, 19.0], "node": "n1"},
+        ],
+        "algorithm": {"name": "elb", "tolerance": 0.07899508298145778},
+        "budget": {"max_migrations": 2147483647},
+    },
+]
+
+
+@pytest.mark.parametrize("body", KEPT_BACK_BODIES)
+def test_elb_units_kept_back_find_their_room_again(client: TestClient, body: dict[str, Any]) -> None:
+    """Each of these has a unit without a node that fits nowhere once the units that cannot move stay: 422 naming
+    it, not a plan over the cap (500 from the validator)."""
+    response = client.post(PLAN, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"][:3] == [
+        "body",
+        "units",
+        next(k for k, unit in enumerate(body["units"]) if "node" not in unit and unit["load"][0] >= 1e6),
+    ]
