@@ -245,11 +245,16 @@ def reference_errors(
     if columns is None:
         columns = UnitColumns(units)
     errors: list[tuple[Loc, str]] = []
-    node_index: dict[str, int] = {}
-    for i, node in enumerate(nodes):
-        if node["id"] in node_index:
-            errors.append((("body", "nodes", i, "id"), f"duplicate node id {node['id']!r}"))
-        node_index.setdefault(node["id"], i)
+    # Each node id's first index: in one C-level pass when the ids are distinct (a dict of them is as long as the
+    # list), else by the pass that names each duplicate (a dict of zip keeps the last index, the rules below read the
+    # first).
+    node_index = dict(zip(map(itemgetter("id"), nodes), range(len(nodes)), strict=True))
+    if len(node_index) != len(nodes):
+        node_index = {}
+        for i, node in enumerate(nodes):
+            if node["id"] in node_index:
+                errors.append((("body", "nodes", i, "id"), f"duplicate node id {node['id']!r}"))
+            node_index.setdefault(node["id"], i)
     if all(map(itemgetter("draining"), nodes)):
         errors.append((("body", "nodes"), "every node is draining: at least one node must stay"))
 
@@ -328,8 +333,11 @@ def reference_errors(
 
     # Pinned load alone over capacity on every staying node: no plan can bring the cluster within capacity
     # (CONTRACT.md). A single such node still gets a plan: moving its other units off is what helps it most.
+    # (Without a pinned unit no node carries pinned load, and every capacity is positive: nothing to sum or test.)
+    if not any_pinned:
+        return errors
     pinned_load: dict[str, float] = {}
-    for unit in units if any_pinned else ():
+    for unit in units:
         if unit["pinned"] and unit["node"] is not None:
             load = unit["load"]
             mean = sum(load) / len(load) if isinstance(load, list) else load
