@@ -15,7 +15,7 @@ from schemas.assignment import (
     request_fields,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
-from solvers.metrics import SMALL_UNITS, ClusterStats, cluster_stats, pairwise_sum
+from solvers.metrics import SMALL_UNITS, ClusterStats, pairwise_sum, plan_stats
 
 
 def to_instance(
@@ -124,7 +124,10 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     straight from the solver's arrays as plain data: a model object per move cost seconds at the unit cap; the
     fixed-size rest is plain data too."""
     node_ids = list(instance.node_ids) + [a.id for a in plan.added_nodes]
-    added_capacity = np.array([a.capacity for a in plan.added_nodes], dtype=np.float64)
+    # (no array for no added node, nor below for no leaving one: a numpy call costs microseconds in a request)
+    added_capacity = (
+        np.array([a.capacity for a in plan.added_nodes], dtype=np.float64) if plan.added_nodes else None
+    )
     assignment = plan.assignment
     unit_ids = instance.unit_ids
     if instance.n_units <= SMALL_UNITS:
@@ -165,10 +168,11 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     # Nodes the plan releases: the ones it removes explicitly, and draining nodes it leaves empty.
     removed = sorted(set(plan.removed_nodes) | set(drained))
     total_state = float(np.add.reduce(instance.state_size))
-    before = cluster_stats(instance, instance.current)
     # Nodes marked for removal (scale-in) no longer count as staying, like draining ones.
     leaving = sorted(set(removed) | set(plan.marked_nodes))
-    after = cluster_stats(instance, assignment, added_capacity, np.array(leaving, dtype=np.int64))
+    before, after = plan_stats(
+        instance, assignment, added_capacity, np.array(leaving, dtype=np.int64) if leaving else None
+    )
     # The fixed-size rest as plain data too, in the schema's field order, the same JSON as PlanResponse's
     # model_dump (tests/test_small_paths.py checks it against the model): five model objects per plan cost more than
     # the statistics.
@@ -180,7 +184,7 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
         "scaling": {
             "add_nodes": [a.id for a in plan.added_nodes],
             "remove_nodes": [node_ids[i] for i in removed],
-            "new_node_capacity": float(added_capacity[0]) if plan.added_nodes else 100.0,
+            "new_node_capacity": float(added_capacity[0]) if added_capacity is not None else 100.0,
             "drain_nodes": [node_ids[i] for i in plan.marked_nodes],
         },
         "before": _stats(before),
