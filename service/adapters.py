@@ -17,6 +17,14 @@ from schemas.assignment import (
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from solvers.metrics import SMALL_UNITS, ClusterStats, pairwise_sum, plan_stats
 
+# The traffic arrays of a snapshot without traffic (most of them): one empty array of each type for every instance,
+# read-only (nothing writes to an instance's arrays; an empty one holds nothing to share), instead of three numpy
+# calls a request.
+_NO_TRAFFIC_UNITS = np.zeros(0, dtype=np.int64)
+_NO_TRAFFIC_RATE = np.zeros(0, dtype=np.float64)
+_NO_TRAFFIC_UNITS.flags.writeable = False
+_NO_TRAFFIC_RATE.flags.writeable = False
+
 
 def to_instance(
     request: AssignmentRequest | dict[str, Any], columns: UnitColumns | None = None
@@ -47,16 +55,15 @@ def to_instance(
         if any(node_resources) or any(map(itemgetter("resources"), fields))
         else ()
     )
-    usage = (
-        np.array([[u["resources"].get(r, 0.0) for r in resource_names] for u in fields], dtype=np.float64)
-        if resource_names
-        else np.zeros((n_units, 0))
-    )
-    capacity_r = (
-        np.array([[n["resources"].get(r, np.inf) for r in resource_names] for n in nodes], dtype=np.float64)
-        if resource_names
-        else np.zeros((len(nodes), 0))
-    )
+    if resource_names:
+        usage = np.array(
+            [[u["resources"].get(r, 0.0) for r in resource_names] for u in fields], dtype=np.float64
+        ).reshape(n_units, len(resource_names))
+        capacity_r = np.array(
+            [[n["resources"].get(r, np.inf) for r in resource_names] for n in nodes], dtype=np.float64
+        ).reshape(len(nodes), len(resource_names))
+    else:  # (already of their shapes: no reshape, a numpy call each)
+        usage, capacity_r = np.zeros((n_units, 0)), np.zeros((len(nodes), 0))
     # Traffic names units: index them only when there is traffic.
     unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if traffic else {}
     max_migrations = budget["max_migrations"]
@@ -83,15 +90,17 @@ def to_instance(
         pinned=np.array(pinned, dtype=np.bool_) if any(pinned) else np.zeros(n_units, dtype=np.bool_),
         operators=tuple(columns["operator"]),
         resource_names=resource_names,
-        resource_usage=usage.reshape(n_units, len(resource_names)),
-        resource_capacity=capacity_r.reshape(len(nodes), len(resource_names)),
+        resource_usage=usage,
+        resource_capacity=capacity_r,
         traffic_src=np.array([unit_index[t["src"]] for t in traffic], dtype=np.int64)
         if traffic
-        else np.zeros(0, dtype=np.int64),
+        else _NO_TRAFFIC_UNITS,
         traffic_dst=np.array([unit_index[t["dst"]] for t in traffic], dtype=np.int64)
         if traffic
-        else np.zeros(0, dtype=np.int64),
-        traffic_rate=np.array([t["rate"] for t in traffic], dtype=np.float64) if traffic else np.zeros(0),
+        else _NO_TRAFFIC_UNITS,
+        traffic_rate=np.array([t["rate"] for t in traffic], dtype=np.float64)
+        if traffic
+        else _NO_TRAFFIC_RATE,
         # More migrations than units limits nothing: clamp, so no solver sees a count beyond the instance.
         max_migrations=None if max_migrations is None else min(max_migrations, n_units),
         max_migration_cost=budget["max_migration_cost"],
