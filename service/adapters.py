@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import compress, repeat
 from operator import itemgetter, ne
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from schemas.assignment import (
+    NODE_DEFAULTS,
     AssignmentRequest,
     PlanResponse,
     UnitColumns,
@@ -48,19 +50,24 @@ def to_instance(
     series = np.array(loads, dtype=np.float64)
     if single:  # single loads: no list per unit (250,000 of them cost a second)
         series = series[:, None]
-    # (most snapshots name no resource: one C-level truth scan then, no list or set of every unit's names)
-    node_resources = list(map(itemgetter("resources"), nodes))
+    # (A node's or unit's field that has a default may be left out of its dict: read with the default. Most
+    # snapshots name no resource: one C-level truth scan then, no list or set of every unit's names.)
+    no_resources: Mapping[str, float] = NODE_DEFAULTS["resources"]
+    node_resources: list[Mapping[str, float]] = list(
+        map(dict.get, nodes, repeat("resources"), repeat(no_resources))
+    )
     resource_names = (
         tuple(sorted(set().union(*columns["resources"], *node_resources)))
-        if any(node_resources) or any(map(itemgetter("resources"), fields))
+        if any(node_resources) or any(map(dict.get, fields, repeat("resources")))
         else ()
     )
     if resource_names:
         usage = np.array(
-            [[u["resources"].get(r, 0.0) for r in resource_names] for u in fields], dtype=np.float64
+            [[u.get("resources", no_resources).get(r, 0.0) for r in resource_names] for u in fields],
+            dtype=np.float64,
         ).reshape(n_units, len(resource_names))
         capacity_r = np.array(
-            [[n["resources"].get(r, np.inf) for r in resource_names] for n in nodes], dtype=np.float64
+            [[n.get(r, np.inf) for r in resource_names] for n in node_resources], dtype=np.float64
         ).reshape(len(nodes), len(resource_names))
     else:  # (already of their shapes: no reshape, a numpy call each)
         usage, capacity_r = np.zeros((n_units, 0)), np.zeros((len(nodes), 0))
@@ -70,8 +77,8 @@ def to_instance(
     # The columns the small paths read as lists (solvers.instance: `*_values`) are listed first and handed over
     # with the arrays built from them: each converted once (the validated fields' values are Python floats, bools
     # and the node indices ints, as the arrays' tolist() gives them back).
-    capacity = list(map(itemgetter("capacity"), nodes))
-    draining = list(map(itemgetter("draining"), nodes))
+    capacity = list(map(dict.get, nodes, repeat("capacity"), repeat(NODE_DEFAULTS["capacity"])))
+    draining = list(map(dict.get, nodes, repeat("draining"), repeat(NODE_DEFAULTS["draining"])))
     state_size = columns["state_size"]
     pinned = columns["pinned"]
     instance = AssignmentInstance(
