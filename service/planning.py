@@ -188,8 +188,10 @@ def may_be_small(body: bytes) -> bool:
     not even scanned), and an inline algorithm's name in it as a JSON string. A body without one (a milp request)
     cannot be small and goes to a worker undecoded (a scan of a few us instead of the 30 us decode and the
     watchdog's set-up). Only a shortcut: a name spelled with escapes goes to the worker too, which answers the
-    same."""
-    return len(body) <= INLINE_MAX_BODY_BYTES and any(name in body for name in _INLINE_NAMES)
+    same. Searched from the end (the same answer as `in`): the request's fields come in the schema's order, the
+    algorithm after the nodes and units, in the bodies of our clients and of the examples, and a search from the
+    start read the whole units list first (2.9 us for a 10 x 100 body against 0.1)."""
+    return len(body) <= INLINE_MAX_BODY_BYTES and any(body.rfind(name) >= 0 for name in _INLINE_NAMES)
 
 
 def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
