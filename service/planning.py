@@ -275,8 +275,8 @@ def _guarded(settings: Settings, plan: Callable[[], _Answer]) -> _Answer:
 @dataclass
 class _Parsed:
     # The request as JSON data, what the independent validator reads: the decoded body, or a small body's fields'
-    # values (the values the client sent, as validated, every default filled in; the validator applies the same
-    # defaults to a body that omits them).
+    # values (the values the client sent, as validated, the top-level defaults filled in, a node's or unit's field
+    # left out as the body left it; the validator applies the defaults to a body that omits them).
     raw: Any
     # the request's fields' values (schemas.assignment.request_fields): what is planned
     fields: dict[str, Any]
