@@ -3,10 +3,12 @@
 import typing
 from collections.abc import Callable
 from copy import copy
-from typing import Annotated, Any
+from types import MappingProxyType
+from typing import Annotated, Any, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 from typing_extensions import TypedDict
 
 # Hard caps that hold whatever the settings say: they bound memory per request before any solver runs.
@@ -58,13 +60,21 @@ class Problem(ResponseModel):
     errors: list[FieldError] = Field(default_factory=list)
 
 
-def field_values_form(model: type[BaseModel], nested: dict[type[BaseModel], Any]) -> Any:
+def field_values_form(
+    model: type[BaseModel], nested: dict[type[BaseModel], Any], omit_defaults: bool = False
+) -> Any:
     """A TypedDict of the model's own fields, each with the model's type, constraints, default and description, and the
     model's config (unknown keys, NaN and coercion refused alike): validating JSON into it gives plain dicts, no
     model object per item, holding exactly the values a model's fields would (`vars(model)`). Lists of the models in
     `nested` become lists of their forms (and a factory default of such a model its fields' defaults). Only for a
     fast path that must accept exactly what the model accepts; the OpenAPI document keeps the models. A model with
-    validators or a post-init of its own has no such form (they would not run): TypeError."""
+    validators or a post-init of its own has no such form (they would not run): TypeError.
+
+    `omit_defaults`: a field with a default is left out of a dict whose JSON leaves it out, instead of holding the
+    default (`field_defaults` says what its readers apply): the same values accepted and refused, the same errors. For
+    the items of long lists (a snapshot's units): pydantic-core fills each default of each item into the item's dict
+    (a unit of four keys sent became a dict of seven, grown once, plus an empty dict of resources), a sixth of a small
+    body's validation."""
     decorators = model.__pydantic_decorators__
     if (
         decorators.validators
@@ -83,6 +93,12 @@ def field_values_form(model: type[BaseModel], nested: dict[type[BaseModel], Any]
             annotation = nested[annotation]
         form_info: FieldInfo = copy(info)
         factory = info.default_factory
+        if omit_defaults and not info.is_required():
+            form_info.default, form_info.default_factory = PydanticUndefined, None
+            form_info._attributes_set.pop("default", None)
+            form_info._attributes_set.pop("default_factory", None)
+            fields[name] = NotRequired[Annotated[annotation, form_info]]
+            continue
         if isinstance(factory, type) and factory in nested:
             form_info.default_factory = _fields_of_default(factory)
         fields[name] = Annotated[annotation, form_info]
@@ -93,3 +109,16 @@ def field_values_form(model: type[BaseModel], nested: dict[type[BaseModel], Any]
 
 def _fields_of_default(model: type[BaseModel]) -> Callable[[], dict[str, Any]]:
     return lambda: dict(vars(model()))
+
+
+def field_defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """The default of each of the model's fields that has one (what a reader of a form made with `omit_defaults`
+    applies to a key left out); a mutable default (a factory's empty dict) read-only, since every reader shares it."""
+    defaults = {}
+    for name, info in model.model_fields.items():
+        if not info.is_required():
+            value = info.get_default(call_default_factory=True)
+            defaults[name] = MappingProxyType(value) if isinstance(value, dict) else value
+    if any(isinstance(value, list | set) for value in defaults.values()):
+        raise TypeError(f"{model.__name__} has a mutable default its readers would share")
+    return defaults

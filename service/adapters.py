@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import compress, repeat
 from operator import itemgetter, ne
 from typing import Any
@@ -9,13 +10,22 @@ from typing import Any
 import numpy as np
 
 from schemas.assignment import (
+    NODE_DEFAULTS,
     AssignmentRequest,
     PlanResponse,
     UnitColumns,
     request_fields,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
-from solvers.metrics import SMALL_UNITS, ClusterStats, cluster_stats, pairwise_sum
+from solvers.metrics import SMALL_UNITS, ClusterStats, pairwise_sum, plan_stats
+
+# The traffic arrays of a snapshot without traffic (most of them): one empty array of each type for every instance,
+# read-only (nothing writes to an instance's arrays; an empty one holds nothing to share), instead of three numpy
+# calls a request.
+_NO_TRAFFIC_UNITS = np.zeros(0, dtype=np.int64)
+_NO_TRAFFIC_RATE = np.zeros(0, dtype=np.float64)
+_NO_TRAFFIC_UNITS.flags.writeable = False
+_NO_TRAFFIC_RATE.flags.writeable = False
 
 
 def to_instance(
@@ -40,31 +50,35 @@ def to_instance(
     series = np.array(loads, dtype=np.float64)
     if single:  # single loads: no list per unit (250,000 of them cost a second)
         series = series[:, None]
-    # (most snapshots name no resource: one C-level truth scan then, no list or set of every unit's names)
-    node_resources = list(map(itemgetter("resources"), nodes))
+    # (A node's or unit's field that has a default may be left out of its dict: read with the default. Most
+    # snapshots name no resource: one C-level truth scan then, no list or set of every unit's names.)
+    no_resources: Mapping[str, float] = NODE_DEFAULTS["resources"]
+    node_resources: list[Mapping[str, float]] = list(
+        map(dict.get, nodes, repeat("resources"), repeat(no_resources))
+    )
     resource_names = (
         tuple(sorted(set().union(*columns["resources"], *node_resources)))
-        if any(node_resources) or any(map(itemgetter("resources"), fields))
+        if any(node_resources) or any(map(dict.get, fields, repeat("resources")))
         else ()
     )
-    usage = (
-        np.array([[u["resources"].get(r, 0.0) for r in resource_names] for u in fields], dtype=np.float64)
-        if resource_names
-        else np.zeros((n_units, 0))
-    )
-    capacity_r = (
-        np.array([[n["resources"].get(r, np.inf) for r in resource_names] for n in nodes], dtype=np.float64)
-        if resource_names
-        else np.zeros((len(nodes), 0))
-    )
+    if resource_names:
+        usage = np.array(
+            [[u.get("resources", no_resources).get(r, 0.0) for r in resource_names] for u in fields],
+            dtype=np.float64,
+        ).reshape(n_units, len(resource_names))
+        capacity_r = np.array(
+            [[n.get(r, np.inf) for r in resource_names] for n in node_resources], dtype=np.float64
+        ).reshape(len(nodes), len(resource_names))
+    else:  # (already of their shapes: no reshape, a numpy call each)
+        usage, capacity_r = np.zeros((n_units, 0)), np.zeros((len(nodes), 0))
     # Traffic names units: index them only when there is traffic.
     unit_index = dict(zip(unit_ids, range(n_units), strict=True)) if traffic else {}
     max_migrations = budget["max_migrations"]
     # The columns the small paths read as lists (solvers.instance: `*_values`) are listed first and handed over
     # with the arrays built from them: each converted once (the validated fields' values are Python floats, bools
     # and the node indices ints, as the arrays' tolist() gives them back).
-    capacity = list(map(itemgetter("capacity"), nodes))
-    draining = list(map(itemgetter("draining"), nodes))
+    capacity = list(map(dict.get, nodes, repeat("capacity"), repeat(NODE_DEFAULTS["capacity"])))
+    draining = list(map(dict.get, nodes, repeat("draining"), repeat(NODE_DEFAULTS["draining"])))
     state_size = columns["state_size"]
     pinned = columns["pinned"]
     instance = AssignmentInstance(
@@ -83,15 +97,17 @@ def to_instance(
         pinned=np.array(pinned, dtype=np.bool_) if any(pinned) else np.zeros(n_units, dtype=np.bool_),
         operators=tuple(columns["operator"]),
         resource_names=resource_names,
-        resource_usage=usage.reshape(n_units, len(resource_names)),
-        resource_capacity=capacity_r.reshape(len(nodes), len(resource_names)),
+        resource_usage=usage,
+        resource_capacity=capacity_r,
         traffic_src=np.array([unit_index[t["src"]] for t in traffic], dtype=np.int64)
         if traffic
-        else np.zeros(0, dtype=np.int64),
+        else _NO_TRAFFIC_UNITS,
         traffic_dst=np.array([unit_index[t["dst"]] for t in traffic], dtype=np.int64)
         if traffic
-        else np.zeros(0, dtype=np.int64),
-        traffic_rate=np.array([t["rate"] for t in traffic], dtype=np.float64) if traffic else np.zeros(0),
+        else _NO_TRAFFIC_UNITS,
+        traffic_rate=np.array([t["rate"] for t in traffic], dtype=np.float64)
+        if traffic
+        else _NO_TRAFFIC_RATE,
         # More migrations than units limits nothing: clamp, so no solver sees a count beyond the instance.
         max_migrations=None if max_migrations is None else min(max_migrations, n_units),
         max_migration_cost=budget["max_migration_cost"],
@@ -124,7 +140,10 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     straight from the solver's arrays as plain data: a model object per move cost seconds at the unit cap; the
     fixed-size rest is plain data too."""
     node_ids = list(instance.node_ids) + [a.id for a in plan.added_nodes]
-    added_capacity = np.array([a.capacity for a in plan.added_nodes], dtype=np.float64)
+    # (no array for no added node, nor below for no leaving one: a numpy call costs microseconds in a request)
+    added_capacity = (
+        np.array([a.capacity for a in plan.added_nodes], dtype=np.float64) if plan.added_nodes else None
+    )
     assignment = plan.assignment
     unit_ids = instance.unit_ids
     if instance.n_units <= SMALL_UNITS:
@@ -165,10 +184,11 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
     # Nodes the plan releases: the ones it removes explicitly, and draining nodes it leaves empty.
     removed = sorted(set(plan.removed_nodes) | set(drained))
     total_state = float(np.add.reduce(instance.state_size))
-    before = cluster_stats(instance, instance.current)
     # Nodes marked for removal (scale-in) no longer count as staying, like draining ones.
     leaving = sorted(set(removed) | set(plan.marked_nodes))
-    after = cluster_stats(instance, assignment, added_capacity, np.array(leaving, dtype=np.int64))
+    before, after = plan_stats(
+        instance, assignment, added_capacity, np.array(leaving, dtype=np.int64) if leaving else None
+    )
     # The fixed-size rest as plain data too, in the schema's field order, the same JSON as PlanResponse's
     # model_dump (tests/test_small_paths.py checks it against the model): five model objects per plan cost more than
     # the statistics.
@@ -180,7 +200,7 @@ def plan_answer(instance: AssignmentInstance, plan: Plan, algorithm: str, solve_
         "scaling": {
             "add_nodes": [a.id for a in plan.added_nodes],
             "remove_nodes": [node_ids[i] for i in removed],
-            "new_node_capacity": float(added_capacity[0]) if plan.added_nodes else 100.0,
+            "new_node_capacity": float(added_capacity[0]) if added_capacity is not None else 100.0,
             "drain_nodes": [node_ids[i] for i in plan.marked_nodes],
         },
         "before": _stats(before),

@@ -188,8 +188,10 @@ def may_be_small(body: bytes) -> bool:
     not even scanned), and an inline algorithm's name in it as a JSON string. A body without one (a milp request)
     cannot be small and goes to a worker undecoded (a scan of a few us instead of the 30 us decode and the
     watchdog's set-up). Only a shortcut: a name spelled with escapes goes to the worker too, which answers the
-    same."""
-    return len(body) <= INLINE_MAX_BODY_BYTES and any(name in body for name in _INLINE_NAMES)
+    same. Searched from the end (the same answer as `in`): the request's fields come in the schema's order, the
+    algorithm after the nodes and units, in the bodies of our clients and of the examples, and a search from the
+    start read the whole units list first (2.9 us for a 10 x 100 body against 0.1)."""
+    return len(body) <= INLINE_MAX_BODY_BYTES and any(body.rfind(name) >= 0 for name in _INLINE_NAMES)
 
 
 def plan_if_small(settings: Settings, job: PlanJob) -> WorkerAnswer | None:
@@ -273,8 +275,8 @@ def _guarded(settings: Settings, plan: Callable[[], _Answer]) -> _Answer:
 @dataclass
 class _Parsed:
     # The request as JSON data, what the independent validator reads: the decoded body, or a small body's fields'
-    # values (the values the client sent, as validated, every default filled in; the validator applies the same
-    # defaults to a body that omits them).
+    # values (the values the client sent, as validated, the top-level defaults filled in, a node's or unit's field
+    # left out as the body left it; the validator applies the defaults to a body that omits them).
     raw: Any
     # the request's fields' values (schemas.assignment.request_fields): what is planned
     fields: dict[str, Any]

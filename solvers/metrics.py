@@ -192,13 +192,21 @@ def _compiled_stats(
     """`cluster_stats` of single loads by the compiled kernel, over the nodes of `capacity` (the instance's, then the
     added ones) of which `staying` stay; None when no node stays (numpy's path answers its nan there) or more than
     PAIRWISE_BLOCK do (numpy's path sums those)."""
-    distance, peak, low, variance, parallelism = kernels.single_load_stats(
+    computed = kernels.single_load_stats(
         np.ascontiguousarray(assignment, dtype=np.int64),
         np.ascontiguousarray(instance.load, dtype=np.float64),
         np.ascontiguousarray(capacity, dtype=np.float64),
         np.ascontiguousarray(staying, dtype=np.bool_),
         instance.total_load,
     )
+    return _kernel_stats(instance, assignment, computed)
+
+
+def _kernel_stats(
+    instance: AssignmentInstance, assignment: IntArray, computed: tuple[float, float, float, float, int]
+) -> ClusterStats | None:
+    """The ClusterStats of what `single_load_stats` computed for `assignment` (None: left to the numpy code)."""
+    distance, peak, low, variance, parallelism = computed
     if parallelism < 0:
         return None
     return _cluster_stats(
@@ -224,6 +232,55 @@ def _cluster_stats(**fields: Any) -> ClusterStats:
     return stats
 
 
+def _nodes_of(
+    instance: AssignmentInstance, added_capacity: FloatArray | None, removed: IntArray | None
+) -> tuple[FloatArray, BoolArray]:
+    """Each node's capacity and whether it stays: the instance's nodes, then the added ones (which stay); removed
+    nodes do not."""
+    if added_capacity is None or not len(added_capacity):
+        capacity, staying = instance.capacity, instance.active
+    else:
+        extra = np.asarray(added_capacity, dtype=np.float64)
+        capacity = np.concatenate([instance.capacity, extra])
+        staying = np.concatenate([instance.active, np.ones(len(extra), dtype=bool)])
+    if removed is not None and len(removed):
+        staying = staying.copy()
+        staying[np.asarray(removed)] = False
+    return capacity, staying
+
+
+def plan_stats(
+    instance: AssignmentInstance,
+    assignment: IntArray,
+    added_capacity: FloatArray | None = None,
+    removed: IntArray | None = None,
+) -> tuple[ClusterStats, ClusterStats]:
+    """`cluster_stats` of the state before the plan (`instance.current`) and of `assignment` (with its added and
+    removed nodes): the same two objects, from one call of the compiled kernel for both where `cluster_stats` would
+    compute each compiled (see metrics_kernels.plan_stats)."""
+    if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS and _kernels is not None:
+        capacity, staying = _nodes_of(instance, added_capacity, removed)
+        current = instance.current
+        computed_before, computed_after = _kernels.plan_stats(
+            np.ascontiguousarray(current, dtype=np.int64),
+            np.ascontiguousarray(assignment, dtype=np.int64),
+            np.ascontiguousarray(instance.load, dtype=np.float64),
+            np.ascontiguousarray(instance.capacity, dtype=np.float64),
+            np.ascontiguousarray(instance.active, dtype=np.bool_),
+            np.ascontiguousarray(capacity, dtype=np.float64),
+            np.ascontiguousarray(staying, dtype=np.bool_),
+            instance.total_load,
+        )
+        before = _kernel_stats(instance, current, computed_before)
+        after = _kernel_stats(instance, assignment, computed_after)
+        if before is not None and after is not None:
+            return before, after
+    return (
+        cluster_stats(instance, instance.current),
+        cluster_stats(instance, assignment, added_capacity, removed),
+    )
+
+
 def cluster_stats(
     instance: AssignmentInstance,
     assignment: IntArray,
@@ -234,15 +291,7 @@ def cluster_stats(
     Reductions are called as ufunc methods: numpy's Python wrappers (np.max, .mean, .var) cost more than the sums
     on a small cluster; single loads of a small instance are computed compiled, once `warm_up` has loaded the
     kernel (see SMALL_UNITS)."""
-    if added_capacity is None or not len(added_capacity):
-        capacity, staying = instance.capacity, instance.active
-    else:
-        extra = np.asarray(added_capacity, dtype=np.float64)
-        capacity = np.concatenate([instance.capacity, extra])
-        staying = np.concatenate([instance.active, np.ones(len(extra), dtype=bool)])
-    if removed is not None and len(removed):
-        staying = staying.copy()
-        staying[np.asarray(removed)] = False
+    capacity, staying = _nodes_of(instance, added_capacity, removed)
     if instance.series.shape[1] == 1 and instance.n_units <= SMALL_UNITS and _kernels is not None:
         compiled = _compiled_stats(instance, assignment, capacity, staying, _kernels)
         if compiled is not None:

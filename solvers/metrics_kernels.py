@@ -76,8 +76,29 @@ def single_load_stats(
     return distance, top, low, variance, parallelism
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def plan_stats(
+    before: np.ndarray,
+    after: np.ndarray,
+    load: np.ndarray,
+    capacity_before: np.ndarray,
+    staying_before: np.ndarray,
+    capacity_after: np.ndarray,
+    staying_after: np.ndarray,
+    total_load: float,
+) -> tuple[tuple[float, float, float, float, int], tuple[float, float, float, float, int]]:
+    """`single_load_stats` of the state before a plan and of the state after it, in one call: an answer needs both,
+    and in a request each call of a kernel costs several times what the kernel computes (its dispatch and its code
+    come cold between the request's Python steps: 20 us for the two calls measured in the service, 1.6 us in a
+    loop)."""
+    return (
+        single_load_stats(before, load, capacity_before, staying_before, total_load),
+        single_load_stats(after, load, capacity_after, staying_after, total_load),
+    )
+
+
 def compile_all() -> None:
     """Compile the kernels for the types the statistics pass (or load them from the on-disk cache)."""
-    single_load_stats(
-        np.array([0, -1], dtype=np.int64), np.ones(2), np.ones(2), np.ones(2, dtype=np.bool_), 2.0
-    )
+    where, ones, staying = np.array([0, -1], dtype=np.int64), np.ones(2), np.ones(2, dtype=np.bool_)
+    single_load_stats(where, ones, ones, staying, 2.0)
+    plan_stats(where, where, ones, ones, staying, ones, staying, 2.0)

@@ -1,7 +1,8 @@
 """Independent plan validator: recomputes every number of a plan from the raw request and checks every invariant.
 
 It works on the wire form (the request and response as plain JSON dicts: the service hands it the decoded body, or
-for a small inline plan the request models' own field dicts, the same values with the defaults filled in) and
+for a small inline plan the request's validated fields' values, the same values, top-level defaults filled in and a
+node's or unit's field left out as in the body; every default is applied here) and
 shares no code with the adapter or `solvers.metrics`, so a bug there cannot hide itself here. The service runs it on
 every plan before answering; tests run it on every plan they see.
 

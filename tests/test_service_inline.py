@@ -28,7 +28,15 @@ from pydantic import ValidationError
 
 from bench.reliability.servers import serve
 from schemas.algorithms import ElbParams
-from schemas.assignment import AssignmentRequest, reference_errors, request_fields
+from schemas.assignment import (
+    NODE_DEFAULTS,
+    UNIT_DEFAULTS,
+    AssignmentRequest,
+    Node,
+    Unit,
+    reference_errors,
+    request_fields,
+)
 from schemas.common import MAX_ID_LENGTH, field_values_form
 from service import inline, planning
 from service.algorithms import REGISTRY
@@ -456,7 +464,7 @@ def test_the_validator_reads_the_models_as_it_reads_the_json(
     plan = json.loads(answer.body)
     raw = json.loads(body)
     from_models = planning._FIELDS.validate_json(body)
-    assert from_models == request_fields(request)
+    assert _with_defaults(from_models) == request_fields(request)
     assert plan_check.check_plan(from_models, plan) == plan_check.check_plan(raw, plan) == []
     broken = json.loads(answer.body)
     unit = data.draw(st.sampled_from(sorted(broken["assignment"])))
@@ -468,14 +476,49 @@ def test_the_validator_reads_the_models_as_it_reads_the_json(
     assert plan_check.check_plan(from_models, broken) == plan_check.check_plan(raw, broken)
 
 
+def _with_defaults(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields' values with each node's and unit's defaults filled in where its JSON left them out (what their
+    readers apply: NODE_DEFAULTS, UNIT_DEFAULTS)."""
+    return {
+        **fields,
+        "nodes": [{**NODE_DEFAULTS, **node} for node in fields["nodes"]],
+        "units": [{**UNIT_DEFAULTS, **unit} for unit in fields["units"]],
+    }
+
+
 def test_the_fields_form_has_the_models_schema() -> None:
     """The inline path validates a small body into the request's fields' values (plain dicts) instead of the models:
     the same rules, field by field (types, bounds, patterns, defaults, unknown keys refused), as their JSON schemas
-    say, names aside."""
+    say, names aside. A node's, unit's or traffic edge's field left out stays out of its dict instead of holding its
+    default (their readers apply the models' defaults): those forms' schemas name no default, and are otherwise the
+    models'."""
     form = json.dumps(planning._FIELDS.json_schema(), sort_keys=True)
     for model in ("Node", "Unit", "Traffic", "Budget", "AssignmentRequest"):
         form = form.replace(f"{model}Fields", model)
-    assert json.loads(form) == AssignmentRequest.model_json_schema()
+    expected = AssignmentRequest.model_json_schema()
+    for model in ("Node", "Unit", "Traffic"):
+        for prop in expected["$defs"][model]["properties"].values():
+            prop.pop("default", None)
+    assert json.loads(form) == expected
+
+
+def test_the_readers_defaults_are_the_models_defaults() -> None:
+    """What the readers of a node or unit dict apply to a field left out is the model's default, for every field that
+    has one; a body that leaves each out reads as the models read it."""
+    assert {
+        n: f.get_default(call_default_factory=True)
+        for n, f in Node.model_fields.items()
+        if not f.is_required()
+    } == NODE_DEFAULTS
+    assert {
+        n: f.get_default(call_default_factory=True)
+        for n, f in Unit.model_fields.items()
+        if not f.is_required()
+    } == UNIT_DEFAULTS
+    body = b'{"nodes": [{"id": "a"}, {"id": "b"}], "units": [{"id": "u", "load": 1.0}], "algorithm": {"name": "flux"}}'
+    fields = planning._FIELDS.validate_json(body)
+    assert fields["units"] == [{"id": "u", "load": 1.0}] and fields["nodes"] == [{"id": "a"}, {"id": "b"}]
+    assert _with_defaults(fields) == request_fields(AssignmentRequest.model_validate_json(body))
 
 
 def test_a_model_with_validators_has_no_fields_form() -> None:
@@ -486,7 +529,7 @@ def test_a_model_with_validators_has_no_fields_form() -> None:
 
 def _fields_or_error(body: bytes) -> tuple[bool, Any]:
     try:
-        return True, planning._FIELDS.validate_json(body)
+        return True, _with_defaults(planning._FIELDS.validate_json(body))
     except ValidationError:
         return False, None
 

@@ -219,6 +219,11 @@ def test_compiled_statistics_equal_the_numpy_statistics_with_draining_and_unplac
     assert [list(map(repr, s.__dict__.values())) for s in small] == [
         list(map(repr, s.__dict__.values())) for s in large
     ]
+    # the answer's two states from one call of the kernel: the two objects cluster_stats gives
+    paired = metrics.plan_stats(instance, assignment, np.array(added), leaving)
+    assert [list(map(repr, s.__dict__.values())) for s in paired] == [
+        list(map(repr, s.__dict__.values())) for s in small
+    ]
 
 
 @SETTINGS
@@ -585,4 +590,6 @@ def test_the_compiled_statistics_compile_once_whatever_the_plan() -> None:
     ):
         stats = metrics.cluster_stats(instance, assignment, added, removed)
         assert stats.parallelism >= 1
+        metrics.plan_stats(instance, assignment, added, removed)
     assert len(metrics_kernels.single_load_stats.signatures) == 1
+    assert len(metrics_kernels.plan_stats.signatures) == 1
