@@ -277,9 +277,12 @@ def _best_swap(cluster: Cluster, ranges: Ranges, candidates: IntArray, tol: floa
         return None
     # Budget and resources are checked on the best candidates in order (rare, and cheap per pair).
     state = inst.state_size
-    score = np.where(
-        valid, improvement / (state[mine][:, None] + state[others][None, :] + _state_unit(state)), -np.inf
-    )
+    # (as in _move_block: state sizes of 1e-300 make some scores inf, and those swaps tie; the fuzz bench printed the
+    # overflow warning here)
+    with np.errstate(over="ignore"):
+        score = np.where(
+            valid, improvement / (state[mine][:, None] + state[others][None, :] + _state_unit(state)), -np.inf
+        )
     order = np.argsort(-score, axis=None, kind="stable")[:64]
     for flat in order:
         r, c = np.unravel_index(int(flat), score.shape)
