@@ -66,13 +66,17 @@ class Cluster:
     def receivable(self) -> BoolArray:
         return np.asarray(~self.leaving, dtype=np.bool_)
 
-    def fits(self, unit: int, node: int) -> bool:
-        """The unit may end on the node: it does not push it over the capacity cap or a resource capacity."""
-        if self.mean[node] + self.instance.load[unit] > self.cap_load[node]:
+    def fits(
+        self, unit: int, node: int, held_load: float = 0.0, held_usage: FloatArray | None = None
+    ) -> bool:
+        """The unit may end on the node: it does not push it over the capacity cap or a resource capacity, with
+        `held_load` and `held_usage` of the node's room kept for others (ELB's greedy: units lifted from it)."""
+        if self.mean[node] + held_load + self.instance.load[unit] > self.cap_load[node]:
             return False
         if not self.usage.shape[1]:
             return True
-        return bool((self.usage[node] + self.unit_usage[unit] <= self.room[node]).all())
+        used = self.usage[node] if held_usage is None else self.usage[node] + held_usage
+        return bool((used + self.unit_usage[unit] <= self.room[node]).all())
 
     def budget_delta(self, unit: int, node: int) -> tuple[int, float]:
         """Change of (migrations, migration cost) if the unit, now at assignment[unit], ends on `node`."""

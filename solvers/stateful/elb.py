@@ -276,15 +276,9 @@ def _greedy(
             held_usage[node] -= cluster.unit_usage[unit]
 
     def fits(unit: int, node: int) -> bool:
-        if not cluster.fits(unit, node):
-            return False
         if not hold_room or not held_count[node]:
-            return True
-        if cluster.mean[node] + held_mean[node] + inst.load[unit] > cluster.cap_load[node]:
-            return False
-        return bool(
-            (cluster.usage[node] + held_usage[node] + cluster.unit_usage[unit] <= cluster.room[node]).all()
-        )
+            return cluster.fits(unit, node)
+        return cluster.fits(unit, node, float(held_mean[node]), held_usage[node])
 
     # ---- Phase 3: reassigning, largest first, to the least-loaded underloaded instance
     under = [(float(load[j] / scale[j]), int(j)) for j in instances if not overloaded[j]]
@@ -398,9 +392,8 @@ def elb(
     mean = w / open_size if improved else w / pi
 
     kept_back, stuck_on_leaving = _greedy(cluster, node_scale, v, u, mean)
-    if _receiver_over_cap(
-        cluster
-    ):  # units kept back came home to room others took: again, holding their room
+    # Units kept back came home to room others took: the greedy again, holding their room.
+    if _receiver_over_cap(cluster):
         cluster = Cluster.start(instance, n_added, capacity_new)
         cluster.leaving[scaling.removed] = True
         kept_back, stuck_on_leaving = _greedy(cluster, node_scale, v, u, mean, hold_room=True)
