@@ -228,12 +228,13 @@ def test_a_cost_budget_is_spent_on_cheap_state_per_load() -> None:
 def test_without_a_budget_what_fits_leaves_a_draining_node_beside_a_unit_that_fits_nowhere() -> None:
     """Found by hypothesis on a fresh clone (30 Nov 2026): a unit of 1e6 that fits on no staying node (cap 100 %)
     beside a unit of load 0 on the draining node. The search took the instance as it is and left both there;
-    largest-load-first moves the second. Now the largest stay home, as few as fit nowhere, and the rest leave."""
+    largest-load-first moves the second. Now the search starts with the largest home, as few as fit nowhere, and
+    the rest placed; a unit stays home only where the load distance needs it (a load of 0 never does)."""
     inst = instance([1.0, 0.0, 1e6], [0, 1, 1], [100.0, 100.0], draining=[False, True])
     plan = solve_milp(inst, time_limit_s=0.5)
     assert plan.assignment.tolist() == [0, 0, 1]
     assert inst.draining[plan.assignment].sum() <= inst.draining[largest_load_first(inst).assignment].sum()
-    assert any("the 1 largest fit on no staying node" in note for note in plan.notes)
+    assert any("starts with the 1 largest home" in note for note in plan.notes)
 
 
 def test_the_drained_problems_bisection_makes_no_placement_past_its_deadline(
@@ -242,7 +243,8 @@ def test_the_drained_problems_bisection_makes_no_placement_past_its_deadline(
     """Found in review (30 Nov 2026): each bisection step is one placement of every leaving unit, and at 10,000
     nodes x 250,000 units (half draining, the staying nodes full) 18 of them took 7.7 s of a 1 s limit. Past its
     deadline the bisection makes no placement beyond the first try, and the search takes the instance as it is;
-    without a deadline it bisects to the largest unit that fits nowhere."""
+    without a deadline it bisects to the largest unit that fits nowhere, and the search starts from that plan (on the
+    snapshot itself: not every unit fits, so any may stay; its original plan is the current one)."""
     inst = instance([1.0, 0.0, 2.0, 1e6], [0, 1, 1, 1], [100.0, 100.0], draining=[False, True])
     placements: list[int] = []
     placed_start = milp_solve.baselines.placed_start
@@ -252,12 +254,13 @@ def test_the_drained_problems_bisection_makes_no_placement_past_its_deadline(
         return placed_start(problem)
 
     monkeypatch.setattr(milp_solve.baselines, "placed_start", counted)
-    problem, _ = milp_solve.search_problem(inst, deadline=0.0)
+    problem, _, _ = milp_solve.search_problem(inst, deadline=0.0)
     assert problem is inst and placements == [3, 0]  # the first try (all leave, 1e6 fits nowhere), then as is
     placements.clear()
-    problem, start = milp_solve.search_problem(inst)
-    assert problem is not inst and placements == [3, 2]  # then 1e6 kept home: the others leave
-    assert start.tolist() == [0, 0, 0, 1]
+    problem, original, start = milp_solve.search_problem(inst)
+    # then every movable unit placed anew (1e6 still fits nowhere), then 1e6 kept home: the others leave
+    assert problem is inst and placements[:3] == [3, 4, 2]
+    assert start.tolist() == [0, 0, 0, 1] and original.tolist() == inst.current.tolist()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -290,11 +293,14 @@ def test_terminates_with_a_valid_plan_on_tie_heavy_loads(
     d = inst.load_distance(plan.assignment)
     if budget is None and bool((inst.movable & inst.draining[inst.current]).any()):
         # Without a budget every unit leaves the draining node (CONTRACT.md: as the budget allows), whatever that
-        # costs in balance (a unit of 1e6 on it: 200,000 points before, 800,000 after): no worse than the baseline
-        # that drains it too, and no more units left there.
+        # costs in balance (a unit of 1e6 on it: 200,000 points before, 800,000 after): no more units left there
+        # than the baseline leaves, and no worse than its plan where it leaves as many (it may keep home a unit
+        # that fits only once the others make room: 333,339 points against the drain's 666,659).
         other = largest_load_first(inst).assignment
-        assert inst.draining[plan.assignment].sum() <= inst.draining[other].sum()
-        assert d <= inst.load_distance(other) + 1e-9 * max(1.0, d)
+        left, left_by_baseline = inst.draining[plan.assignment].sum(), inst.draining[other].sum()
+        assert left <= left_by_baseline
+        if left == left_by_baseline:
+            assert d <= inst.load_distance(other) + 1e-9 * max(1.0, d)
     else:
         assert d <= inst.load_distance(inst.current) + 1e-9
     assert plan.lower_bound is not None and plan.lower_bound <= d + 1e-9

@@ -48,10 +48,17 @@ def test_milp_is_never_worse_than_a_baseline_within_the_budget(seed: int) -> Non
     plan = solve_milp(inst, time_limit_s=1.0)
     assert inst.within_budget(plan.assignment)
     d = inst.load_distance(plan.assignment)
+    left = int((inst.movable & inst.draining[plan.assignment]).sum())
     for baseline in (largest_load_first, flux):
         other = baseline(inst).assignment
         if inst.within_budget(other):
-            assert d <= inst.load_distance(other) + 1e-9, baseline.__name__
+            # No more units left on draining nodes than the baseline leaves (none, in all four), and no worse than
+            # its plan where it leaves as many: seed 5203's baselines keep a unit home that fits once every
+            # movable unit is placed anew (1,045.7 points; the drain is 1,081.4, proven optimal).
+            left_by_baseline = int((inst.movable & inst.draining[other]).sum())
+            assert left <= left_by_baseline, baseline.__name__
+            if left == left_by_baseline:
+                assert d <= inst.load_distance(other) + 1e-9, baseline.__name__
 
 
 def test_the_stop_near_the_bound_is_a_few_hundredths_of_a_point_at_most() -> None:
@@ -94,7 +101,7 @@ def _drain_snapshot() -> AssignmentInstance:
 def test_the_floor_is_the_baselines_plan_of_the_snapshot_asked() -> None:
     # Without a budget the search solves the drained problem; the floor is still the baseline's own plan (its drain).
     inst = _drain_snapshot()
-    problem, _ = search_problem(inst)
+    problem, _, _ = search_problem(inst)
     assert problem is not inst and (problem.current == -1).sum() == 2  # the pinned unit stays
     floor = floor_plan(inst, problem, largest_load_first, time.perf_counter() + 1)
     assert floor is not None
@@ -106,7 +113,7 @@ def test_a_baseline_plan_that_breaks_the_drain_rule_is_replaced_by_its_plan_of_t
     # A baseline plan for the snapshot asked that leaves a movable unit on a draining node (its greedy found no room)
     # is not a plan of the problem searched: the same baseline's plan of the drained problem stands in.
     inst = _drain_snapshot()
-    problem, _ = search_problem(inst)
+    problem, _, _ = search_problem(inst)
     seen: list[bool] = []  # whether each call planned the snapshot asked
 
     def stays_on_draining(instance: AssignmentInstance, time_limit_s: float | None = None) -> Plan:

@@ -26,7 +26,7 @@ def test_a_skewed_cost_budget_snapshot_reaches_its_bound_at_one_second() -> None
 
 
 def test_the_cheapest_first_plan_keeps_the_budget_and_the_rules() -> None:
-    instance, start = search_problem(snapshot(6092))
+    instance, _, start = search_problem(snapshot(6092))
     threshold = lower_bound(instance).threshold
     plan = bound_plan(instance, start, threshold, cheapest_first=True)
     assert instance.within_budget(plan)

@@ -39,7 +39,7 @@ def test_number_partitioning_at_scale_at_one_second_beats_what_five_seconds_foun
 @settings(max_examples=300, deadline=None)
 @given(_snapshots())
 def test_a_repacked_plan_keeps_every_rule(instance: AssignmentInstance) -> None:
-    problem, start = search_problem(instance)
+    problem, _, start = search_problem(instance)
     plan = repacked_plan(problem, start)
     if plan is None:
         return
@@ -63,7 +63,7 @@ def test_the_compiled_placement_is_the_numpy_one(instance: AssignmentInstance) -
     from solvers.milp import local_search
 
     local_search.warm_up()
-    problem, start = search_problem(instance)
+    problem, _, start = search_problem(instance)
     compiled = repacked_plan(problem, start)
     with mock.patch.object(local_search, "kernels_ready", return_value=False):
         fallback = repacked_plan(problem, start)
@@ -77,7 +77,7 @@ def test_the_compiled_placement_is_the_numpy_one(instance: AssignmentInstance) -
 def test_the_relabelling_permutes_interchangeable_nodes_and_keeps_more_units_home(
     instance: AssignmentInstance,
 ) -> None:
-    problem, start = search_problem(instance)
+    problem, _, start = search_problem(instance)
     rng = np.random.default_rng(len(start))
     placed = start.copy()
     staying = np.flatnonzero(problem.active)
@@ -131,7 +131,7 @@ def test_pair_balance_checks_its_deadline_between_pairs(monkeypatch: pytest.Monk
     # deadline was checked once per node. On a clock that passes the deadline during the first pair, no second
     # pair is tried (before: every partner of the first node, 199 here).
     instance = _skewed_without_budget(200, 1_000)
-    problem, start = search_problem(instance)
+    problem, _, start = search_problem(instance)
     search = LocalSearch(problem, problem.current, start)
     clock = SimpleNamespace(perf_counter=lambda: 0.0)
     monkeypatch.setattr(local_search, "time", clock)

@@ -120,7 +120,12 @@ def solve_cpsat(
         both = np.concatenate([ins, outs])
         util = int(base_i[node]) + weighted(both, np.concatenate([into_i[ins], -out_i[outs]]))
         if len(ins):
-            cp.add(util <= max(cap_i, int(base_i[node])))
+            # Relaxed by the node's rounding (each term is off by at most half a step; the cap and the real cap's
+            # slack by one more): a plan at the cap exactly (integer loads) was cut off at random and the full model
+            # "proved" a worse plan (30 Nov: 3 nodes, 5 units, one node at the cap 108.58 in the only drain, 12.86
+            # points proven where 3.79 exists). A solution over the real cap is not taken (MoveModel.keeps_cap).
+            slack = (2 + len(ins) + len(outs)) // 2 + 1
+            cp.add(util <= max(cap_i, int(base_i[node])) + slack)
         if inst.active[node]:
             cp.add(util <= mean_i + d - du)  # (3)
             cp.add(util >= mean_i - d + dl)  # (4)

@@ -84,6 +84,17 @@ class MoveModel:
         assignment[self.move_unit[chosen]] = self.move_to[chosen]
         return assignment
 
+    def keeps_cap(self, chosen: IntArray) -> bool:
+        """Whether the plan of `chosen` leaves every node that receives a unit within the utilization cap, or at
+        most at its reference utilization where that is higher (with the slack of every cap test). The backends
+        solve a relaxation of the cap (CP-SAT's integer rounding is on the side that keeps every plan within it;
+        HiGHS has its feasibility tolerance), so a solution is taken only once this holds."""
+        if not len(chosen):
+            return True
+        dests = np.unique(self.move_to[chosen])
+        util = self.instance.utilization(self.assignment_of(chosen))[dests]
+        return bool((util <= np.maximum(self.cap, self.base_util[dests]) * (1 + 1e-12)).all())
+
 
 @dataclass(frozen=True)
 class BackendResult:

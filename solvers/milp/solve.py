@@ -234,14 +234,23 @@ def solve_milp(
     first_quarter = started + 0.25 * (deadline - started)
     notes: list[str] = []
     asked = instance
-    instance, start = search_problem(asked, first_quarter)
+    instance, original, start = search_problem(asked, first_quarter)
     if instance is not asked:
-        kept = instance.movable & instance.on_draining  # (the units too large for any staying node)
         notes.append(
             "no budget: every unit leaves the draining nodes (placed largest first, then searched)"
-            if not kept.any()
-            else f"no budget: every unit that fits leaves the draining nodes (placed largest first, then searched); "
-            f"the {int(kept.sum())} largest fit on no staying node and may stay"
+            if start is original
+            else "no budget: every unit leaves the draining nodes (they fit only with every movable unit placed "
+            "anew, largest first; then searched)"
+        )
+    elif (
+        asked.max_migrations is None
+        and asked.max_migration_cost is None
+        and (asked.movable & asked.on_draining).any()
+    ):
+        kept = asked.movable & asked.draining[start]
+        notes.append(
+            "no budget: not every unit of the draining nodes fits on the staying nodes; the search starts with the "
+            f"{int(kept.sum())} largest home (the rest placed largest first), and any unit may stay"
         )
     # The bisection first to a thousandth of its threshold: most small calls end with a start whose own distance
     # the bound's tests rule out below (one test); the bound is refined to full precision only when they do not.
@@ -278,13 +287,13 @@ def solve_milp(
         return min(deadline, now + share * (deadline - now))
 
     def shaved() -> LocalSearch:
-        search = LocalSearch(instance, start, start)
+        search = LocalSearch(instance, start, original)
         search.shave(slice_end(0.5), DESCENT_STEPS)  # the strongest start at scale: up to half the time
         return search
 
     def paired(target: Callable[[], float], share: float = START_SHARE) -> Callable[[], LocalSearch]:
         def make() -> LocalSearch:
-            search = LocalSearch(instance, start, start)
+            search = LocalSearch(instance, start, original)
             search.pair(slice_end(share), target=target())
             return search
 
@@ -296,24 +305,32 @@ def solve_milp(
         # The best of the plans built from the bound's threshold (see solvers.milp.starts): under a cost budget
         # also the one that sheds the cheapest load first.
         search = LocalSearch(
-            instance, bound_plan(instance, start, bound.threshold, slice_end(START_SHARE)), start
+            instance, bound_plan(instance, start, bound.threshold, slice_end(START_SHARE)), original
         )
         if instance.max_migration_cost is not None:
             cheapest = bound_plan(
                 instance, start, bound.threshold, slice_end(START_SHARE), cheapest_first=True
             )
-            cheapest_search = LocalSearch(instance, cheapest, start)
+            cheapest_search = LocalSearch(instance, cheapest, original)
             if cheapest_search.key() < search.key():
                 search = cheapest_search
         if packed is not None and packed.key() < search.key():
-            return LocalSearch(instance, packed.assignment, start)
+            return LocalSearch(instance, packed.assignment, original)
         return search
 
     # Starts, each followed by the descent within its share of the time left: largest-load-first and Flux (fast,
     # budget-aware, capped), the largest-load-first baseline's own plan, the plan built from the bound's threshold,
     # and the current plan. A start that meets the bound ends the call.
+    start_name = (
+        "current plan"
+        if start is original
+        else "drain of what fits"
+        if instance is asked
+        else "drain repacked"
+    )
+
     def current_plan() -> LocalSearch:
-        return LocalSearch(instance, start, start)
+        return LocalSearch(instance, start, original)
 
     def baseline_plan(solver: Callable[[AssignmentInstance, float | None], Plan]) -> IntArray | None:
         return floor_plan(asked, instance, solver, slice_end(START_SHARE))
@@ -328,7 +345,7 @@ def solve_milp(
         # plan was 0.86 and its descent 0.32.
         def make() -> LocalSearch:
             plan = baseline_plan(solver)
-            return current_plan() if plan is None else LocalSearch(instance, plan, start)
+            return current_plan() if plan is None else LocalSearch(instance, plan, original)
 
         return make
 
@@ -341,7 +358,7 @@ def solve_milp(
         plan = repacked_plan(instance, start, slice_end(START_SHARE))
         if plan is None:
             return None
-        search = LocalSearch(instance, plan, start)
+        search = LocalSearch(instance, plan, original)
         # The descent first (a millisecond where units are many a node), the pair re-partitions (0.1 ms a pair)
         # only while the plan is not within the gap the call stops at: on 10 x 100 snapshots without a budget they
         # polished 0.013 points to 0.001 for the whole slice, 26 ms a call, where the descent alone reaches 0.003.
@@ -354,7 +371,7 @@ def solve_milp(
     def pair_balanced() -> LocalSearch:
         # The current plan with pairs of nodes re-partitioned exactly (LocalSearch.pair_balance): number
         # partitioning, where the other starts' single moves and swaps stop early.
-        search = LocalSearch(instance, start, start)
+        search = LocalSearch(instance, start, original)
         search.pair_balance(slice_end(START_SHARE))
         return search
 
@@ -378,7 +395,7 @@ def solve_milp(
         # Flux aimed between the bound and the best plan so far: when the bound is loose, nodes within that
         # need no move either.
         ("aimed flux start", paired(lambda: 0.5 * (bound.threshold + best.key[0]))),
-        ("current plan", current_plan),
+        (start_name, current_plan),
     ]
     if repacks:
         # Second where the budget does not bind, after a flux start whose descent gets an ordinary share (see
@@ -390,7 +407,9 @@ def solve_milp(
     if pair_start_pays(instance):
         starts.append(("pair-balanced start", pair_balanced))
     setup = time.perf_counter()
-    best = _Best(LocalSearch(instance, start, start), "current plan")  # the answer if time is out already
+    # The answer if time is out already: the current plan, or where not every unit of the draining nodes fits, the
+    # plan that drains what fits (see search_problem).
+    best = _Best(LocalSearch(instance, start, original), start_name)
     setup_s = (
         time.perf_counter() - setup
     )  # what one more search state costs (O(units)): no start that cannot pay it
@@ -418,7 +437,7 @@ def solve_milp(
             plan = baseline_plan(solver)
             if plan is None:
                 continue
-            floor = LocalSearch(instance, plan, start)
+            floor = LocalSearch(instance, plan, original)
             if floor.key() < best.key:
                 floor.descend(slice_end(START_SHARE), DESCENT_STEPS, proven_at)
                 best.offer(floor, f"{name} + descent")
@@ -432,7 +451,7 @@ def solve_milp(
         # itself, with a proof): on 10 x 100 snapshots the packing costs 0.2-0.9 ms and never met the bound.
         packing = packed_plan(instance, start, bound.threshold, slice_end(START_SHARE))
         # (a search state, O(units) to set up, only for a plan that differs from the current one: the best already)
-        packed = LocalSearch(instance, packing, start) if (packing != start).any() else None
+        packed = LocalSearch(instance, packing, original) if (packing != start).any() else None
         # Only a proof ends the call here: a packed plan merely within the gap still gets the starts' descents.
         if packed is not None and best.offer(packed, "packed bound start"):
             done = proven_at(best.key[0])
@@ -486,7 +505,7 @@ def solve_milp(
             f"{residual_gap_max:g} points); no solver call needed"
         )
     else:
-        rounds_run = _Rounds(instance, best, start, lower, deadline, relative_gap, seed, backend)
+        rounds_run = _Rounds(instance, best, original, lower, deadline, relative_gap, seed, backend)
         rounds_run.setup_s, rounds_run.absolute_gap, rounds_run.bound = setup_s, absolute_gap, bound
         rounds_run.steps = np.zeros(0) if steps is None else steps
         rounds_run.second_chain = second_chain
@@ -523,6 +542,10 @@ def solve_milp(
     notes.extend(bottleneck_notes(instance))
     notes.append(f"the plan returned comes from: {best.name}")
     assignment = best.search.assignment
+    if instance is asked and start is not original:  # (not every unit of the draining nodes fits, see above)
+        assignment = drained_at_no_cost(
+            instance, assignment, started + time_limit_s * (1 - DEADLINE_MARGIN / 2)
+        )
     changed = bool((assignment != asked.current).any())
     status: PlanStatus = "optimal" if proven and changed else ("feasible" if changed else "unchanged")
     return Plan(assignment=assignment, status=status, lower_bound=min(lower, best.key[0]), notes=notes)
@@ -530,8 +553,10 @@ def solve_milp(
 
 def search_problem(
     instance: AssignmentInstance, deadline: float = float("inf")
-) -> tuple[AssignmentInstance, IntArray]:
-    """The problem the search solves, and its start: the current plan with every unit placed.
+) -> tuple[AssignmentInstance, IntArray, IntArray]:
+    """The problem the search solves, its original plan (the current plan with every unit placed: where units are
+    before the plan, what migrations and refunds count from) and the plan its starts begin from (the original,
+    except where not every unit of the draining nodes fits, below).
 
     Without a budget, every movable unit on a draining node leaves it (CONTRACT.md: the plan moves units off a
     draining node as the budget allows; there is none). The problem is then the instance with those units
@@ -541,20 +566,23 @@ def search_problem(
     draining, loads a lattice of 0.79 points) the search kept 16-17 units on draining nodes, its model letting them
     return home and its packed start leaving what fitted nowhere in the band; and at 4,000 nodes (2,000 draining
     with all 100,000 units) its starts, moving them one step at a time, left 53,000-72,000 there after 2 s.
-    Where they do not all fit on the staying nodes, the largest of them stay home, as few as a bisection over how
-    many finds, and the rest leave as above (as the baselines' drain, which moves what fits). Seen (30 Nov, a
-    hypothesis example): a unit of 1e6 that fits nowhere beside one of load 0 on the draining node made the search
-    take the instance as it is, and its plan left both there where the baselines moved the second. Raises
-    UnsolvableRequest when a unit without a node fits nowhere."""
+    Where they do not all fit on the staying nodes, the problem is the snapshot asked (any unit may stay on its
+    draining node or go back there; the load left there counts in the load distance through the mean), and the
+    starts begin from the plan that keeps the largest of them home, as few as a bisection over how many finds, and
+    places the rest as above (as the baselines' drain, which moves what fits). Seen (30 Nov, a hypothesis example):
+    a unit of 1e6 that fits nowhere beside one of load 0 on the draining node made the search take the instance as
+    it is, and its plan left both there where the baselines moved the second. Raises UnsolvableRequest when a unit
+    without a node fits nowhere."""
     current = instance.current
     leaving = instance.movable & instance.on_draining
     if instance.max_migrations is None and instance.max_migration_cost is None and leaving.any():
         largest_first = np.flatnonzero(leaving)
         largest_first = largest_first[np.argsort(-instance.load[largest_first], kind="stable")]
 
-        def drained(kept: int) -> tuple[AssignmentInstance, IntArray] | None:
+        def drained(kept: int, anew: bool = False) -> tuple[AssignmentInstance, IntArray] | None:
             """The problem and its start with the `kept` largest leaving units left home, or None (one fits
-            nowhere, or none leaves)."""
+            nowhere, or none leaves). `anew`: the start places every movable unit anew (largest first), so the
+            others make room."""
             leave = leaving.copy()
             leave[largest_first[:kept]] = False
             if not leave.any():
@@ -564,8 +592,11 @@ def search_problem(
                 current=np.where(leave, UNPLACED, current),
                 utilization_cap_override=instance.utilization_cap(),
             )
+            placed = (
+                replace(problem, current=np.where(instance.movable, UNPLACED, current)) if anew else problem
+            )
             try:
-                return problem, baselines.placed_start(problem)
+                return problem, baselines.placed_start(placed)
             except UnsolvableRequest:
                 return None
 
@@ -574,6 +605,12 @@ def search_problem(
         # Each attempt is one placement (0.4 s at 10,000 nodes x 250,000 units, where 18 of them took 7.7 s): the
         # bisection stops once another would end after `deadline`, with what it has found (else the instance as is).
         attempt_s = time.perf_counter() - attempt_started
+        if found is None and time.perf_counter() + attempt_s < deadline:
+            # The leaving units placed around the others failed; every movable unit placed anew may still empty
+            # the draining nodes (a hypothesis example, 30 Nov: 1e6 fits on a staying node under the cap of 1e6 %
+            # only once that node's small units go elsewhere; the search kept it home at 333,339 points where the
+            # drain that enumeration requires is 666,659).
+            found = drained(0, anew=True)
         if found is None:
             # Fewer kept home fit no worse in practice (not always: the placement is greedy), so a bisection finds
             # a count that fits in O(log units) placements; it ends as its interval halves.
@@ -585,9 +622,60 @@ def search_problem(
                     low = middle
                 else:
                     high, found = middle, attempt
-        if found is not None:
-            return found
-    return instance, baselines.placed_start(instance)
+            if found is not None:
+                # Not every leaving unit fits: the problem is then the snapshot asked, where any unit may stay on
+                # its draining node or go back there, from the start that keeps the fewest largest home. Keeping
+                # exactly those home is one plan of many: a test against enumeration (30 Nov; 2 nodes, units of
+                # 1e6 on each, room on the staying one for one of the draining node's 1.0 and 0.45) found the
+                # drained problem of the 2 largest kept home "proven optimal" at 1000001.0 where moving the 1.0
+                # and keeping the 0.45 home gives 1000000.45, and 14 such false proofs in 150 tight snapshots.
+                return instance, baselines.placed_start(instance), found[1]
+        else:
+            problem, start = found
+            # The leaving units have no node before the plan: they are where the start puts them. (The others too,
+            # where the start placed every movable unit anew: the original plan is then not the start.)
+            original = np.where(problem.current == UNPLACED, start, problem.current)
+            return problem, start if (original == start).all() else original, start
+    start = baselines.placed_start(instance)
+    return instance, start, start
+
+
+def drained_at_no_cost(instance: AssignmentInstance, assignment: IntArray, deadline: float) -> IntArray:
+    """`assignment` with the movable units left on draining nodes moved off where that costs no balance: largest
+    first, each to the staying node of least utilization after it among those it fits on within the cap, its
+    resource room and mean + d (so no staying node leaves the band of the plan's load distance d). Where the search
+    may keep units home (search_problem: not every one fits), a plan keeps one there only where its load distance
+    needs it; the search moves a unit only for a better plan, and a full model returns any of its optimal plans.
+    Stops at `deadline` (time.perf_counter()) with the moves made."""
+    left = np.flatnonzero(instance.movable & instance.draining[assignment])
+    active = np.flatnonzero(instance.active)
+    if not len(left) or not len(active):
+        return assignment
+    d = instance.load_distance(assignment)
+    limit = min(instance.utilization_cap() * (1 + 1e-12), instance.mean_utilization + d)
+    drained = assignment.copy()
+    tracker = baselines.BudgetTracker(instance)
+    tracker.track(drained)
+    node_load = instance.node_load(drained)[active]
+    capacity = instance.capacity[active]
+    room = (limit - 100.0 * node_load / capacity) * capacity / 100.0  # load each node can still take
+    for unit in left[np.argsort(-instance.load[left], kind="stable")].tolist():
+        load = instance.load[unit]
+        if time.perf_counter() >= deadline:
+            break
+        if load > room.max():  # (fits on no node: no scan)
+            continue
+        after = 100.0 * (node_load + load) / capacity
+        for j in np.argsort(np.where(after <= limit, after, np.inf), kind="stable").tolist():
+            if after[j] > limit:
+                break
+            if tracker.fits(unit, int(active[j])):
+                tracker.spend(unit, drained, int(active[j]))
+                node_load[j] += load
+                room[j] = (limit - 100.0 * node_load[j] / capacity[j]) * capacity[j] / 100.0
+                break
+    # The distance is recomputed exactly (the sums above round differently): a plan that is worse is not taken.
+    return drained if instance.load_distance(drained) <= d else assignment
 
 
 def floor_plan(
@@ -794,7 +882,7 @@ class _Rounds:
         """A full model's solution offered as the best plan; its proof (the full model is the whole problem) and
         its bound taken."""
         improved = False
-        if result.chosen is not None:
+        if result.chosen is not None and model.keeps_cap(result.chosen):
             solution = LocalSearch(self.instance, model.assignment_of(result.chosen), self.start)
             improved = self.best.offer(solution, f"milp ({self.backend}) {name}")
             if result.proven_optimal:
@@ -932,7 +1020,7 @@ class _Rounds:
             self.round_moves = max(MIN_ROUND_MOVES, self.round_moves // 2)
         if result.chosen is not None and len(result.chosen):
             solution = model.assignment_of(result.chosen)
-            if inst.within_budget(solution):
+            if inst.within_budget(solution) and model.keeps_cap(result.chosen):
                 trial = LocalSearch(inst, solution, self.start)
                 trial.descend(self.deadline, DESCENT_STEPS)
                 improved |= best.offer(trial, f"milp ({self.backend}) neighbourhoods")
