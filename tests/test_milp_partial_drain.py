@@ -172,3 +172,22 @@ def test_a_drain_that_needs_the_other_units_to_make_room_is_found() -> None:
     plan = solve_milp(inst, time_limit_s=0.5)
     assert not inst.draining[plan.assignment].any()
     assert inst.load_distance(plan.assignment) == pytest.approx(optimum, abs=TOL)
+
+
+@pytest.mark.parametrize("budget", [5, 0])
+def test_a_unit_that_can_leave_a_draining_node_at_no_cost_leaves_as_the_budget_allows(budget: int) -> None:
+    """The load distance is set by a pinned node at 100 %: moving the draining node's unit changes nothing in it, so
+    the search had no reason to, and the plan kept it home with 5 migrations left (CONTRACT.md: units leave a
+    draining node as the budget allows). With no migration left it stays."""
+    inst = instance(
+        [100.0, 60.0, 60.0, 4.0],
+        [0, 1, 2, 3],
+        [100.0] * 4,
+        draining=[False, False, False, True],
+        pinned=[True, False, False, False],
+        max_migrations=budget,
+    )
+    plan = solve_milp(inst, time_limit_s=0.5)
+    assert inst.within_budget(plan.assignment)
+    assert inst.load_distance(plan.assignment) == pytest.approx(100.0 - 224.0 / 3)
+    assert bool(inst.draining[plan.assignment[3]]) == (budget == 0)
