@@ -249,9 +249,9 @@ def test_the_drained_problems_bisection_makes_no_placement_past_its_deadline(
     placements: list[int] = []
     placed_start = milp_solve.baselines.placed_start
 
-    def counted(problem: AssignmentInstance) -> np.ndarray:
+    def counted(problem: AssignmentInstance, make_room: bool = False) -> np.ndarray:
         placements.append(int((problem.current == -1).sum()))
-        return placed_start(problem)
+        return placed_start(problem, make_room)
 
     monkeypatch.setattr(milp_solve.baselines, "placed_start", counted)
     problem, _, _ = milp_solve.search_problem(inst, deadline=0.0)

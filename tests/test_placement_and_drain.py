@@ -115,3 +115,43 @@ def test_the_validator_holds_an_initial_placement_to_the_solvers_cap() -> None:
     assert check_plan(body, plan_answer(instance, spread, "flux", 0.0)) == []
     problems = check_plan(body, plan_answer(instance, piled, "flux", 0.0))
     assert any("n0" in p and "over 100.000%" in p for p in problems), problems
+
+
+def _needs_room(budget: int) -> AssignmentInstance:
+    """3 nodes of 100, n1 draining: n0 and n2 hold 44 each, a new unit of 57 fits on neither (101 %) until one 44
+    moves onto the other (88 %): one migration. (Found against enumeration, 30 Nov: 422 "fits on no staying node;
+    add capacity" where a plan of 11.5 points exists.)"""
+    return AssignmentInstance(
+        node_ids=("n0", "n1", "n2"),
+        capacity=np.full(3, 100.0),
+        draining=np.array([False, True, False]),
+        unit_ids=tuple(f"u{k}" for k in range(5)),
+        current=np.array([UNPLACED, 1, UNPLACED, 0, 2]),
+        series=np.array([57.0, 1.0, 9.0, 44.0, 44.0])[:, None],
+        state_size=np.ones(5),
+        pinned=np.zeros(5, dtype=bool),
+        max_migrations=budget,
+    )
+
+
+@pytest.mark.parametrize("solver", [baselines.flux, baselines.largest_load_first, solve_milp])
+def test_a_unit_without_a_node_gets_one_where_a_migration_makes_room(solver: object) -> None:
+    inst = _needs_room(budget=1)
+    plan = solver(inst, 0.5)  # type: ignore[operator]
+    assert inst.within_budget(plan.assignment)
+    assert (plan.assignment >= 0).all() and inst.active[plan.assignment[0]]
+    util = inst.utilization(plan.assignment)
+    assert (util[inst.active] <= inst.utilization_cap() * (1 + 1e-12)).all()
+    if solver is solve_milp:
+        assert inst.load_distance(plan.assignment) == pytest.approx(11.5)  # the optimum (enumeration)
+
+
+def test_room_is_made_only_within_the_budget() -> None:
+    from solvers.errors import UnsolvableRequest
+
+    with pytest.raises(UnsolvableRequest, match="u0"):
+        baselines.placed_start(_needs_room(budget=0), make_room=True)
+    with pytest.raises(UnsolvableRequest, match="u0"):
+        baselines.placed_start(_needs_room(budget=1))  # (the default: no room made, as ALBIC and COLA start)
+    start = baselines.placed_start(_needs_room(budget=1), make_room=True)
+    assert int(((start != _needs_room(1).current) & (_needs_room(1).current >= 0)).sum()) == 1

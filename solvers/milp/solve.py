@@ -321,13 +321,7 @@ def solve_milp(
     # Starts, each followed by the descent within its share of the time left: largest-load-first and Flux (fast,
     # budget-aware, capped), the largest-load-first baseline's own plan, the plan built from the bound's threshold,
     # and the current plan. A start that meets the bound ends the call.
-    start_name = (
-        "current plan"
-        if start is original
-        else "drain of what fits"
-        if instance is asked
-        else "drain repacked"
-    )
+    start_name = "current plan" if start is original else "start placement"
 
     def current_plan() -> LocalSearch:
         return LocalSearch(instance, start, original)
@@ -548,7 +542,14 @@ def solve_milp(
     )
     changed = bool((assignment != asked.current).any())
     status: PlanStatus = "optimal" if proven and changed else ("feasible" if changed else "unchanged")
-    return Plan(assignment=assignment, status=status, lower_bound=min(lower, best.key[0]), notes=notes)
+    # (a bound is valid to OPTIMALITY_TOLERANCE: units of 1e-9 whose moves no step takes set a bound of 2e-9 points
+    # where the drain above reaches 0; the bound reported is never above the plan's own distance)
+    final_d = (
+        best.key[0]
+        if assignment is best.search.assignment
+        else min(best.key[0], asked.load_distance(assignment))
+    )
+    return Plan(assignment=assignment, status=status, lower_bound=min(lower, final_d), notes=notes)
 
 
 def search_problem(
@@ -629,15 +630,24 @@ def search_problem(
                 # 1e6 on each, room on the staying one for one of the draining node's 1.0 and 0.45) found the
                 # drained problem of the 2 largest kept home "proven optimal" at 1000001.0 where moving the 1.0
                 # and keeping the 0.45 home gives 1000000.45, and 14 such false proofs in 150 tight snapshots.
-                return instance, baselines.placed_start(instance), found[1]
+                return (
+                    instance,
+                    _original(instance, baselines.placed_start(instance, make_room=True)),
+                    found[1],
+                )
         else:
-            problem, start = found
-            # The leaving units have no node before the plan: they are where the start puts them. (The others too,
-            # where the start placed every movable unit anew: the original plan is then not the start.)
-            original = np.where(problem.current == UNPLACED, start, problem.current)
-            return problem, start if (original == start).all() else original, start
-    start = baselines.placed_start(instance)
-    return instance, start, start
+            return found[0], _original(*found), found[1]
+    # (a unit without a node that fits nowhere gets a node where moving a few units makes room, within the budget)
+    start = baselines.placed_start(instance, make_room=True)
+    return instance, _original(instance, start), start
+
+
+def _original(problem: AssignmentInstance, start: IntArray) -> IntArray:
+    """The original plan of `problem` given a start that places its units without a node: they are where the start
+    puts them, every other unit where it is. The start itself (the same object) where it moved nothing else; where it
+    did (every movable unit placed anew, or room made for a unit), a new array."""
+    original = np.where(problem.current == UNPLACED, start, problem.current)
+    return start if (original == start).all() else original
 
 
 def drained_at_no_cost(instance: AssignmentInstance, assignment: IntArray, deadline: float) -> IntArray:
