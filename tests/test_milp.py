@@ -258,8 +258,8 @@ def test_the_drained_problems_bisection_makes_no_placement_past_its_deadline(
     assert problem is inst and placements == [3, 0]  # the first try (all leave, 1e6 fits nowhere), then as is
     placements.clear()
     problem, original, start = milp_solve.search_problem(inst)
-    # then every movable unit placed anew (1e6 still fits nowhere), then 1e6 kept home: the others leave
-    assert problem is inst and placements[:3] == [3, 4, 2]
+    # then (no placement anew: the staying node's room, 99, cannot hold 1e6) 1e6 kept home: the others leave
+    assert problem is inst and placements[:2] == [3, 2]
     assert start.tolist() == [0, 0, 0, 1] and original.tolist() == inst.current.tolist()
 
 

@@ -34,7 +34,7 @@ from ortools.sat.python import cp_model
 
 from solvers import baselines
 from solvers.errors import UnsolvableRequest
-from solvers.instance import UNPLACED, AssignmentInstance, FloatArray, IntArray, Plan, PlanStatus
+from solvers.instance import UNPLACED, AssignmentInstance, BoolArray, FloatArray, IntArray, Plan, PlanStatus
 from solvers.milp.bounds import (
     LowerBound,
     deviation_levels_below,
@@ -606,7 +606,7 @@ def search_problem(
         # Each attempt is one placement (0.4 s at 10,000 nodes x 250,000 units, where 18 of them took 7.7 s): the
         # bisection stops once another would end after `deadline`, with what it has found (else the instance as is).
         attempt_s = time.perf_counter() - attempt_started
-        if found is None and time.perf_counter() + attempt_s < deadline:
+        if found is None and time.perf_counter() + attempt_s < deadline and _room_for(instance, leaving):
             # The leaving units placed around the others failed; every movable unit placed anew may still empty
             # the draining nodes (a hypothesis example, 30 Nov: 1e6 fits on a staying node under the cap of 1e6 %
             # only once that node's small units go elsewhere; the search kept it home at 333,339 points where the
@@ -640,6 +640,17 @@ def search_problem(
     # (a unit without a node that fits nowhere gets a node where moving a few units makes room, within the budget)
     start = baselines.placed_start(instance, make_room=True)
     return instance, _original(instance, start), start
+
+
+def _room_for(instance: AssignmentInstance, leaving: BoolArray) -> bool:
+    """Whether the staying nodes' room under the cap (with every unit where it is) holds the leaving units' load in
+    total: where it does not, no placement empties the draining nodes, and trying one anew costs a placement of
+    every unit (0.5 s at 10,000 nodes x 250,000 units, half of them draining at 90 %, where it left the bisection no
+    time: 43.4 points at 3 s against 17.7)."""
+    staying = instance.active
+    node_load = baselines.placed_node_load(instance, np.where(leaving, UNPLACED, instance.current))
+    room = instance.utilization_cap() * instance.capacity[staying] / 100.0 - node_load[staying]
+    return float(instance.load[leaving].sum()) <= float(np.maximum(room, 0.0).sum()) * (1 + 1e-9)
 
 
 def _original(problem: AssignmentInstance, start: IntArray) -> IntArray:
