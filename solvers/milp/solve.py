@@ -705,7 +705,10 @@ def drained_at_no_cost(instance: AssignmentInstance, assignment: IntArray, deadl
                 room[j] = (limit - 100.0 * node_load[j] / capacity[j]) * capacity[j] / 100.0
                 most_room = float(room.max())
                 break
-    # The distance is recomputed exactly (the sums above round differently): a plan that is worse is not taken.
+    # The plan itself where nothing left (its distance is then the search's own, to the last bit); else the distance
+    # recomputed exactly (the sums above round differently): a plan that is worse is not taken.
+    if (drained == assignment).all():
+        return assignment
     return drained if instance.load_distance(drained) <= d and instance.within_budget(drained) else assignment
 
 
