@@ -200,12 +200,12 @@ def main() -> None:
         d = inst.load_distance(plan.assignment)
         others: dict[str, float] = {}
         left_home = int((inst.movable & inst.draining[plan.assignment]).sum())
+        budgetless = inst.max_migrations is None and inst.max_migration_cost is None
         for baseline in (flux, largest_load_first):
             other = baseline(inst).assignment
             # A plan that leaves more units on draining nodes than milp's is no plan of the problem where milp's
             # emptied them further (without a budget, what fits leaves; seed 5203: the baselines keep home a unit
             # that fits once every movable unit is placed anew).
-            budgetless = inst.max_migrations is None and inst.max_migration_cost is None
             if budgetless and int((inst.movable & inst.draining[other]).sum()) > left_home:
                 continue
             if inst.within_budget(other):

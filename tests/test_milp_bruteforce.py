@@ -14,7 +14,7 @@ import pytest
 from schemas.assignment import AssignmentRequest
 from service.adapters import to_instance
 from solvers.errors import UnsolvableRequest
-from solvers.instance import UNPLACED, AssignmentInstance
+from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from solvers.milp import solve_milp
 from solvers.milp.bounds import load_distance_lower_bound, lower_bound
 
@@ -206,12 +206,7 @@ def test_every_optimal_is_optimal_and_every_bound_valid_on_hundreds_of_instances
                 solve_milp(instance, time_limit_s=2.0)
             continue
         plan = solve_milp(instance, time_limit_s=2.0)
-        distance = instance.load_distance(plan.assignment)
-        assert instance.within_budget(plan.assignment), seed
-        assert not (plan.assignment[instance.pinned] != instance.current[instance.pinned]).any(), seed
-        arrived = (plan.assignment != instance.current) & instance.draining[plan.assignment]
-        assert not arrived.any(), seed
-        assert distance >= optimum - 1e-9, (seed, "beat the enumeration: a constraint is broken")
+        assert_plan_meets_enumeration(instance, plan, optimum, seed)
         assert load_distance_lower_bound(instance) <= optimum + 1e-9, (
             seed,
             "the combinatorial bound is wrong",
@@ -220,22 +215,36 @@ def test_every_optimal_is_optimal_and_every_bound_valid_on_hundreds_of_instances
         # A plan reaches the optimum: no distance at or above it may be ruled out.
         for above in (1e-9, 1e-3, 0.5, 5.0):
             assert not bound.rules_out(optimum + above), (seed, "the bound rules out a reachable distance")
-        assert plan.lower_bound is not None and plan.lower_bound <= optimum + TOL, (
-            seed,
-            plan.lower_bound,
-            optimum,
-        )
-        if plan.status == "optimal":
-            assert distance <= optimum + TOL, (seed, distance, optimum, plan.notes)
-        assert distance <= optimum + TOL, (
-            seed,
-            "missed the optimum of a full model",
-            distance,
-            optimum,
-            plan.notes,
-        )
         checked += 1
     assert checked >= 0.9 * INSTANCES
+
+
+def assert_plan_meets_enumeration(
+    instance: AssignmentInstance, plan: Plan, optimum: float, seed: int
+) -> None:
+    """A plan of a full model against the optimum of enumeration: it keeps every rule (budget, pins, nothing moved
+    onto a draining node), it is not better than the optimum (a broken rule would be), its bound is valid, it is
+    `optimal` only at the optimum, and it reaches the optimum."""
+    distance = instance.load_distance(plan.assignment)
+    assert instance.within_budget(plan.assignment), seed
+    assert not (plan.assignment[instance.pinned] != instance.current[instance.pinned]).any(), seed
+    arrived = (plan.assignment != instance.current) & instance.draining[plan.assignment]
+    assert not arrived.any(), seed
+    assert distance >= optimum - 1e-9, (seed, "beat the enumeration: a constraint is broken")
+    assert plan.lower_bound is not None and plan.lower_bound <= optimum + TOL, (
+        seed,
+        plan.lower_bound,
+        optimum,
+    )
+    if plan.status == "optimal":
+        assert distance <= optimum + TOL, (seed, distance, optimum, plan.notes)
+    assert distance <= optimum + TOL, (
+        seed,
+        "missed the optimum of a full model",
+        distance,
+        optimum,
+        plan.notes,
+    )
 
 
 def test_a_unit_may_stay_on_its_draining_node_and_the_proof_knows_it() -> None:

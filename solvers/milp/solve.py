@@ -681,10 +681,7 @@ def drained_at_no_cost(instance: AssignmentInstance, assignment: IntArray, deadl
     d = instance.load_distance(assignment)
     limit = min(instance.utilization_cap() * (1 + 1e-12), instance.mean_utilization + d)
     drained = assignment.copy()
-    tracker = baselines.BudgetTracker(instance)
-    tracker.track(drained)
-    migrated = (drained != instance.current) & (instance.current != UNPLACED)
-    tracker.moves, tracker.cost = int(migrated.sum()), float(instance.state_size[migrated].sum())
+    tracker = baselines.BudgetTracker.of_plan(instance, drained)
     node_load = instance.node_load(drained)[active]
     capacity = instance.capacity[active]
     room = (limit - 100.0 * node_load / capacity) * capacity / 100.0  # load each node can still take
@@ -696,15 +693,12 @@ def drained_at_no_cost(instance: AssignmentInstance, assignment: IntArray, deadl
         if load > most_room or not tracker.allows(unit):  # (fits on no node, or over the budget: no scan)
             continue
         after = 100.0 * (node_load + load) / capacity
-        for j in np.argsort(np.where(after <= limit, after, np.inf), kind="stable").tolist():
-            if after[j] > limit:
-                break
-            if tracker.fits(unit, int(active[j])):
-                tracker.spend(unit, drained, int(active[j]))
-                node_load[j] += load
-                room[j] = (limit - 100.0 * node_load[j] / capacity[j]) * capacity[j] / 100.0
-                most_room = float(room.max())
-                break
+        j = baselines.least_utilized_fitting(after, active, limit, unit, tracker.fits)
+        if j >= 0:
+            tracker.spend(unit, drained, int(active[j]))
+            node_load[j] += load
+            room[j] = (limit - 100.0 * node_load[j] / capacity[j]) * capacity[j] / 100.0
+            most_room = float(room.max())
     # The plan itself where nothing left (its distance is then the search's own, to the last bit); else the distance
     # recomputed exactly (the sums above round differently): a plan that is worse is not taken.
     if (drained == assignment).all():
