@@ -43,6 +43,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         (400, "Body is not parseable JSON"),
         (401, "Missing or wrong bearer token"),
         (413, "Body over the size limit"),
+        (415, "Content-Type is not JSON (application/json or a +json type)"),
         (422, "Invalid or unsatisfiable snapshot; `errors` names the fields"),
         (503, "Solver pool saturated; retry after the Retry-After header"),
     )
