@@ -122,14 +122,25 @@ def _knapsack_load(
             best, np.bincount(nodes[order][kept], weights=loads[order][kept], minlength=n_nodes)
         )
     if instance.max_migration_cost is not None:
-        ratio = np.where(costs > 0, loads / np.where(costs > 0, costs, 1.0), np.inf)
-        order, _ = _segments(nodes, -ratio)
+        # Densest (load per state) first; free units first of all.
+        order, _ = _segments(nodes, -_log_ratio(loads, costs))
         sorted_nodes, c, lo = nodes[order], costs[order], loads[order]
         spent_before = _segment_exclusive_prefix(sorted_nodes, c)
         room = instance.max_migration_cost - spent_before
-        share = np.where(c > 0, np.clip(room / np.where(c > 0, c, 1.0), 0.0, 1.0), 1.0)
+        with np.errstate(over="ignore"):  # (room / 5e-324 is inf: the whole unit, as clipped)
+            share = np.where(c > 0, np.clip(room / np.where(c > 0, c, 1.0), 0.0, 1.0), 1.0)
         best = np.minimum(best, np.bincount(sorted_nodes, weights=lo * share, minlength=n_nodes))
     return np.asarray(best, dtype=np.float64)
+
+
+def _log_ratio(numerator: FloatArray, denominator: FloatArray) -> FloatArray:
+    """log(numerator / denominator) for values >= 0, to rank by the quotient: unlike the quotient it neither
+    overflows nor underflows (state 1e305 over load 1e-5 is 1e310: as quotients, two such units tied at inf and
+    the dearer one could be ranked first, which made the cost cover too dear and the bound invalid). A zero
+    denominator ranks last (+inf), a zero numerator over a positive denominator first (-inf)."""
+    with np.errstate(divide="ignore"):
+        logs = np.log(numerator) - np.log(np.where(denominator > 0, denominator, 1.0))
+    return np.asarray(np.where(denominator > 0, logs, np.inf), dtype=np.float64)
 
 
 class _CostCover:
@@ -139,10 +150,10 @@ class _CostCover:
     def __init__(self, loads: FloatArray, costs: FloatArray) -> None:
         keep = loads > 0
         loads, costs = loads[keep], costs[keep]
-        order = np.argsort(costs / loads, kind="stable")
-        self.load_prefix = np.concatenate([[0.0], np.cumsum(loads[order])])
-        self.cost_prefix = np.concatenate([[0.0], np.cumsum(costs[order])])
-        self.ratio = np.concatenate([costs[order] / loads[order], [np.inf]])
+        order = np.argsort(_log_ratio(costs, loads), kind="stable")
+        self.loads, self.costs = loads[order], costs[order]
+        self.load_prefix = np.concatenate([[0.0], np.cumsum(self.loads)])
+        self.cost_prefix = np.concatenate([[0.0], np.cumsum(self.costs)])
 
     def cost(self, amounts: FloatArray) -> float:
         """Sum of the covers of each amount (each covered on its own, from the whole pool)."""
@@ -151,8 +162,10 @@ class _CostCover:
             return 0.0
         if amounts.max() > self.load_prefix[-1] * (1 + RELATIVE_TOLERANCE):
             return np.inf
-        k = np.clip(np.searchsorted(self.load_prefix, amounts, side="left") - 1, 0, len(self.ratio) - 2)
-        return float(np.sum(self.cost_prefix[k] + (amounts - self.load_prefix[k]) * self.ratio[k]))
+        k = np.clip(np.searchsorted(self.load_prefix, amounts, side="left") - 1, 0, len(self.loads) - 1)
+        # The part of unit k needed, times its cost (a share <= 1: no overflow where cost per load would).
+        part = np.clip((amounts - self.load_prefix[k]) / self.loads[k], 0.0, None)
+        return float(np.sum(self.cost_prefix[k] + part * self.costs[k]))
 
 
 def hot_unit_bound(instance: AssignmentInstance) -> float:
@@ -336,9 +349,8 @@ def lower_bound(
     by_size = _segments(own_nodes, -own_load)[0] if count_limit is not None else np.zeros(0, dtype=np.int64)
     size_nodes = own_nodes[by_size]
     size_before = _segment_exclusive_prefix(size_nodes, own_load[by_size])
-    cover_ratio = (
-        own_cost / np.maximum(own_load, 1e-300) if cost_limit is not None else np.zeros(len(own_load))
-    )
+    # cheapest state per load first (units without load last)
+    cover_ratio = _log_ratio(own_cost, own_load) if cost_limit is not None else np.zeros(len(own_load))
     by_ratio = _segments(own_nodes, cover_ratio)[0] if cost_limit is not None else np.zeros(0, dtype=np.int64)
     ratio_nodes, ratio_load, ratio_cost = own_nodes[by_ratio], own_load[by_ratio], own_cost[by_ratio]
     ratio_before = _segment_exclusive_prefix(ratio_nodes, ratio_load)

@@ -1,0 +1,75 @@
+"""The bound's arithmetic on float extremes: no floating-point warning for valid input (seen in the fuzz bench's
+output, 30 Nov: `RuntimeWarning: overflow` in the cost budget's knapsack and cover ratios, state sizes of 5e-324 against a budget
+of 1e10), and the same bound as with a plain budget where the cost cannot bind."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from solvers.instance import AssignmentInstance
+from solvers.milp import solve_milp
+from solvers.milp.bounds import lower_bound
+
+
+def _instance(
+    state: float, cost: float | None, count: int | None = None, load_scale: float = 1.0
+) -> AssignmentInstance:
+    loads = np.array([5.0, 3.0, 1.0, 4.0, 0.5, 2.0]) * load_scale
+    return AssignmentInstance(
+        node_ids=("n0", "n1", "n2"),
+        capacity=np.full(3, 10.0),
+        draining=np.zeros(3, dtype=bool),
+        unit_ids=tuple(f"u{k}" for k in range(len(loads))),
+        current=np.array([0, 0, 0, 1, 1, 2]),
+        series=loads[:, None],
+        state_size=np.full(len(loads), state),
+        pinned=np.zeros(len(loads), dtype=bool),
+        max_migrations=count,
+        max_migration_cost=cost,
+    )
+
+
+def test_tiny_state_sizes_under_a_cost_budget_raise_no_float_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning fails the test
+        tiny = lower_bound(_instance(5e-324, 1e10), time.perf_counter() + 5.0)
+        huge = lower_bound(_instance(1e300, 1e-300), time.perf_counter() + 5.0)
+        dear = lower_bound(_instance(1e300, 1e-300, load_scale=1e-20), time.perf_counter() + 5.0)
+    # A cost that cannot bind bounds as no budget does; one that allows nothing keeps the current distance.
+    free = lower_bound(_instance(1.0, None), time.perf_counter() + 5.0)
+    stuck = _instance(1.0, None, count=0)
+    assert abs(tiny.value - free.value) <= 1e-9
+    assert abs(huge.value - stuck.load_distance(stuck.current)) <= 1e-9
+    assert (
+        dear.value <= huge.value + 1e-9
+    )  # (no move fits the budget: the current distance, or a weaker bound)
+
+
+def test_cover_costs_beyond_the_float_range_per_load_keep_the_bound_valid() -> None:
+    """Two units of 1e-5 load on n0, n1 empty: moving either balances the pair (distance 0). Their state per load,
+    1e310 and 1e309, overflows to inf as a quotient; ranked as a tie, the dearer unit was taken first and its cost
+    (1e305) broke the budget of 5e304 that the cheaper one (1e304) keeps, so the bound said no plan below some
+    points exists where one of 0 does."""
+    inst = AssignmentInstance(
+        node_ids=("n0", "n1"),
+        capacity=np.full(2, 1e-3),
+        draining=np.zeros(2, dtype=bool),
+        unit_ids=("dear", "cheap"),
+        current=np.array([0, 0]),
+        series=np.array([[1e-5], [1e-5]]),
+        state_size=np.array([1e305, 1e304]),
+        pinned=np.zeros(2, dtype=bool),
+        max_migration_cost=5e304,
+    )
+    balanced = np.array([0, 1])
+    assert inst.within_budget(balanced) and inst.load_distance(balanced) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bound = lower_bound(inst, time.perf_counter() + 5.0)
+    assert bound.value <= 1e-9
+    # and the plan: before, milp answered `unchanged` at 1.0 point, "the current plan meets the lower bound"
+    plan = solve_milp(inst, time_limit_s=1.0)
+    assert inst.load_distance(plan.assignment) == 0.0 and inst.within_budget(plan.assignment)
