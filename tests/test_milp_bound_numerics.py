@@ -8,6 +8,7 @@ import time
 import warnings
 
 import numpy as np
+import pytest
 
 from solvers.instance import AssignmentInstance
 from solvers.milp import solve_milp
@@ -73,3 +74,22 @@ def test_cover_costs_beyond_the_float_range_per_load_keep_the_bound_valid() -> N
     # and the plan: before, milp answered `unchanged` at 1.0 point, "the current plan meets the lower bound"
     plan = solve_milp(inst, time_limit_s=1.0)
     assert inst.load_distance(plan.assignment) == 0.0 and inst.within_budget(plan.assignment)
+
+
+def test_the_bound_and_the_proof_do_not_depend_on_the_unit_of_load() -> None:
+    """The same snapshot in load units x 1e-12 (capacities too, so every utilization is the same): an absolute slack
+    of 1e-9 load units ignored every excess, the bound fell from 2.07 to 1.22 points and the call searched to its
+    time limit instead of proving the plan at once (campaign snapshot 0: 80 nodes x 800 units)."""
+    from dataclasses import replace
+
+    from bench.milp_campaign import snapshot
+
+    for seed in (0, 3):
+        inst = snapshot(seed)
+        plans = []
+        for scale in (1.0, 1e-12, 1e12):
+            scaled = replace(inst, series=inst.series * scale, capacity=inst.capacity * scale)
+            plans.append(solve_milp(scaled, time_limit_s=2.0))
+            assert lower_bound(scaled).value == pytest.approx(lower_bound(inst).value, rel=1e-9, abs=1e-9)
+        assert [p.status for p in plans] == ["optimal"] * 3, seed
+        assert all((p.assignment == plans[0].assignment).all() for p in plans), seed

@@ -358,7 +358,13 @@ def lower_bound(
     by_load.sort()
     global_prefix = by_load[::-1].cumsum()
     global_cover = _CostCover(mov_load, mov_cost) if cost_limit is not None else None
-    tolerance = 1e-9
+    # Slack against float noise: 1e-9 of a load unit and of a state unit, or less where a utilization point (of the
+    # smallest staying node) or the budget is less than one unit. An absolute 1e-9 ignored every excess of loads in
+    # units of 1e-12 (the same snapshot with loads and capacities x 1e-12 was bounded at 1.22 instead of 2.07
+    # points and searched to its time limit where it is proven at once); noise is ~1e-16 of a node's load.
+    point = float(capacity.min()) / 100.0 if len(capacity) else 1.0
+    tolerance = 1e-9 * min(1.0, point)
+    cost_tolerance = 1e-9 * min(1.0, cost_limit) if cost_limit is not None else 0.0
 
     def feasible(t: float) -> bool:
         excess = np.maximum(0.0, util - mean - t) * capacity / 100.0
@@ -380,7 +386,7 @@ def lower_bound(
                 if (k >= len(global_prefix)).any() or int((k + 1).sum()) > count_limit:
                     return False
         if cost_limit is not None:
-            room = cost_limit * (1 + RELATIVE_TOLERANCE) + tolerance
+            room = cost_limit * (1 + RELATIVE_TOLERANCE) + cost_tolerance
             share = np.clip((need[ratio_nodes] - ratio_before) / np.maximum(ratio_load, 1e-300), 0.0, 1.0)
             if float(np.sum(ratio_cost * share)) > room:
                 return False
@@ -393,6 +399,7 @@ def lower_bound(
         test = _feasible_on_lists(
             util, mean, capacity, moved_max, own_total, count_limit, cost_limit, size_before, size_nodes,
             free_load, global_prefix, ratio_nodes, ratio_before, ratio_load, ratio_cost, global_cover,
+            tolerance, cost_tolerance,
         )  # fmt: skip
     lo, hi = 0.0, float(np.abs(util - mean).max())
     if test(lo):
@@ -418,6 +425,8 @@ def _feasible_on_lists(
     ratio_load: FloatArray,
     ratio_cost: FloatArray,
     global_cover: _CostCover | None,
+    tolerance: float,
+    cost_tolerance: float,
 ) -> Callable[[float], bool]:
     """`lower_bound`'s counting and covering test for a small instance (the bisection calls it a dozen times per
     solve; on ten nodes numpy's per-call overhead was most of the bound's time): every step is the numpy test's
@@ -430,8 +439,7 @@ def _feasible_on_lists(
     ratio_load_l = np.maximum(ratio_load, 1e-300).tolist()
     ratio_cost_l = ratio_cost.tolist()
     limit = moved_max * (1 + RELATIVE_TOLERANCE)
-    own_room = [total * (1 + RELATIVE_TOLERANCE) + 1e-9 for total in own_total_l]
-    tolerance = 1e-9
+    own_room = [total * (1 + RELATIVE_TOLERANCE) + tolerance for total in own_total_l]
     # The units a node's need calls for (those whose larger units before them on the node do not cover it yet) are
     # a prefix of its segment: when every segment's sums before are non-decreasing (sums of loads >= 0 are; checked
     # here, else the pass over every unit), their count is one bisection per node instead of a pass per unit.
@@ -473,7 +481,7 @@ def _feasible_on_lists(
                 if max(k) >= len(prefix_l) or sum(k) + len(k) > count_limit:
                     return False
         if cost_limit is not None:
-            room = cost_limit * (1 + RELATIVE_TOLERANCE) + tolerance
+            room = cost_limit * (1 + RELATIVE_TOLERANCE) + cost_tolerance
             share = [
                 min(max((need[node] - before) / load, 0.0), 1.0)
                 for node, before, load in zip(ratio_nodes_l, ratio_before_l, ratio_load_l, strict=True)
