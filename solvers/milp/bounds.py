@@ -358,12 +358,13 @@ def lower_bound(
     by_load.sort()
     global_prefix = by_load[::-1].cumsum()
     global_cover = _CostCover(mov_load, mov_cost) if cost_limit is not None else None
-    # Slack against float noise: 1e-9 of a load unit and of a state unit, or less where a utilization point (of the
-    # smallest staying node) or the budget is less than one unit. An absolute 1e-9 ignored every excess of loads in
-    # units of 1e-12 (the same snapshot with loads and capacities x 1e-12 was bounded at 1.22 instead of 2.07
-    # points and searched to its time limit where it is proven at once); noise is ~1e-16 of a node's load.
+    # Slack against float noise: 1e-9 of a utilization point (of the smallest staying node) in load, and 1e-9 of
+    # a state unit or of the budget where that is less. An absolute 1e-9 ignored every excess of loads in units of
+    # 1e-12 (the same snapshot with loads and capacities x 1e-12 was bounded at 1.22 instead of 2.07 points and
+    # searched to its time limit where it is proven at once); noise is ~1e-16 of a node's load. In points the
+    # bound is then the same whatever the unit of load.
     point = float(capacity.min()) / 100.0 if len(capacity) else 1.0
-    tolerance = 1e-9 * min(1.0, point)
+    tolerance = 1e-9 * point
     cost_tolerance = 1e-9 * min(1.0, cost_limit) if cost_limit is not None else 0.0
 
     def feasible(t: float) -> bool:
