@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from solvers.instance import AssignmentInstance
 from solvers.milp import solve_milp
@@ -93,3 +95,48 @@ def test_the_bound_and_the_proof_do_not_depend_on_the_unit_of_load() -> None:
             assert lower_bound(scaled).value == pytest.approx(lower_bound(inst).value, rel=1e-9, abs=1e-9)
         assert [p.status for p in plans] == ["optimal"] * 3, seed
         assert all((p.assignment == plans[0].assignment).all() for p in plans), seed
+
+
+@st.composite
+def extreme_instances(draw: st.DrawFn) -> AssignmentInstance:
+    """2-3 nodes, 2-5 units; loads and state sizes of any magnitude the schema takes (1e-300 to 1e300, zeros,
+    ties), count, cost or no budget, draining nodes."""
+    n = draw(st.integers(2, 3))
+    u = draw(st.integers(2, 5))
+    load_scale = 10.0 ** draw(st.integers(-300, 300))
+    state_scale = 10.0 ** draw(st.sampled_from([-320, -300, -100, 0, 100, 300, 305]))
+    loads = np.array([draw(st.sampled_from([0.0, 1.0, 1.0, 2.0, 3.5, 7.0])) for _ in range(u)]) * load_scale
+    state = np.array([draw(st.sampled_from([0.0, 1.0, 2.0, 10.0])) for _ in range(u)]) * state_scale
+    capacity = np.array([draw(st.sampled_from([1.0, 2.0, 4.0])) for _ in range(n)]) * max(loads.sum(), 1e-300)
+    draining = np.array([i > 0 and draw(st.booleans()) and draw(st.booleans()) for i in range(n)])
+    kind = draw(st.sampled_from(["count", "cost", "none"]))
+    total_state = float(state.sum()) if np.isfinite(state.sum()) else 1e308
+    return AssignmentInstance(
+        node_ids=tuple(f"n{i}" for i in range(n)),
+        capacity=capacity,
+        draining=draining,
+        unit_ids=tuple(f"u{k}" for k in range(u)),
+        current=np.array([draw(st.integers(0, n - 1)) for _ in range(u)]),
+        series=loads[:, None],
+        state_size=state,
+        pinned=np.zeros(u, dtype=bool),
+        max_migrations=draw(st.integers(0, u)) if kind == "count" else None,
+        max_migration_cost=min(total_state * draw(st.sampled_from([0.0, 0.3, 0.6])), 1e308)
+        if kind == "cost"
+        else None,
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(extreme_instances())
+def test_the_bound_is_valid_at_float_extremes(inst: AssignmentInstance) -> None:
+    """Against enumeration (tests/test_milp_bruteforce.py's rules), with no floating-point warning."""
+    from tests.test_milp_bruteforce import brute_force
+
+    optimum, _ = brute_force(inst)
+    if not np.isfinite(optimum):
+        return  # (no plan: a draining node's units fit nowhere)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bound = lower_bound(inst)
+    assert bound.value <= optimum + 1e-7 * max(1.0, optimum), (bound, optimum)
