@@ -62,8 +62,8 @@ async def _send_problem(
 
 
 class BodyLimitMiddleware:
-    """415 for a body whose Content-Type is not JSON; 413 for bodies over `max_bytes`: at once when Content-Length says so, else (chunked bodies) as soon as the
-    bytes read pass the limit; 503 when the bodies of all requests in flight would pass `max_buffered_bytes`; 408 when the body does not arrive within `timeout_s` or stalls for `idle_timeout_s`
+    """415 for a body whose Content-Type is not JSON. 413 for bodies over `max_bytes`: at once when Content-Length
+    says so, else (chunked bodies) as soon as the bytes read pass the limit; 503 when the bodies of all requests in flight would pass `max_buffered_bytes`; 408 when the body does not arrive within `timeout_s` or stalls for `idle_timeout_s`
     between chunks (a slow upload cannot hold a socket and a buffer forever). The body is read here, before the app
     sees it, because an exception raised from inside the app's `receive` would be turned into a 400 by FastAPI's body
     parser; the app then gets the buffered body replayed (it would buffer it anyway to parse the JSON)."""
@@ -103,8 +103,8 @@ class BodyLimitMiddleware:
         if media_type is not None and not _is_json(media_type) and scope.get("method") in BODY_METHODS:
             # Seen (30 Nov 2026): a plan request sent as text/plain was planned (the route parses its own bytes),
             # while the splitter answered 422 "Input should be a valid dictionary" (FastAPI's reading): one rule
-            # for every endpoint now, the status HTTP has for it. No Content-Type at all still reads as JSON, as
-            # FastAPI does.
+            # for every endpoint now, with the status HTTP has for it. No Content-Type at all still reads as JSON
+            # (FastAPI's strict default would refuse it with 422; clients that send none kept working).
             await _send_problem(
                 scope,
                 send,
