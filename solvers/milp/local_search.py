@@ -921,7 +921,8 @@ class LocalSearch:
         if self.inst.max_migration_cost is None:
             return remaining
         closed = gap - remaining
-        return np.where(delta_c > 0, -closed / np.where(delta_c > 0, delta_c, 1.0), -np.inf)
+        with np.errstate(over="ignore"):  # (a gap over a state of 1e-320: -inf, the first choice, as meant)
+            return np.where(delta_c > 0, -closed / np.where(delta_c > 0, delta_c, 1.0), -np.inf)
 
     def _flux_pairs(self, target: float) -> tuple[IntArray, IntArray]:
         """The pairs of a Flux round, most apart first, up to the first that needs no move."""

@@ -48,7 +48,8 @@ def bound_plan(
     movable = np.flatnonzero(inst.movable)
     if cheapest_first:
         movable = movable[inst.load[movable] > 0.0]  # (a unit without load sheds nothing)
-        price = inst.state_size[movable] / inst.load[movable]
+        with np.errstate(over="ignore"):  # (state 1e305 over load 1e-5: inf, the dearest; a heuristic's rank)
+            price = inst.state_size[movable] / inst.load[movable]
         # Per node, its movable units cheapest per load first; a unit is shed while those before it leave the node
         # above the target (a draining node's target is zero: it sheds everything).
         order = movable[np.lexsort((price, assignment[movable]))]
