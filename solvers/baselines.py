@@ -202,8 +202,13 @@ def place_unplaced(
     tracker = tracker or BudgetTracker(instance)
     cap = instance.utilization_cap()
     active = np.flatnonzero(instance.active)
-    heap = [(node_load[i] / instance.capacity[i], int(i)) for i in active]
-    heapq.heapify(heap)
+
+    def utilization_heap() -> list[tuple[float, int]]:
+        heap = [(node_load[i] / instance.capacity[i], int(i)) for i in active]
+        heapq.heapify(heap)
+        return heap
+
+    heap = utilization_heap()
     room_calls = 0
     for unit in unplaced[np.argsort(-instance.load[unplaced], kind="stable")].tolist():
         skipped = []
@@ -223,8 +228,7 @@ def place_unplaced(
             # (the moves changed other nodes' loads: the heap is built again, O(nodes), on this rare path)
             tracker.spend(unit, assignment, made)
             node_load[made] += instance.load[unit]
-            heap = [(node_load[i] / instance.capacity[i], int(i)) for i in active]
-            heapq.heapify(heap)
+            heap = utilization_heap()
             continue
         _, node = heapq.heappop(heap)
         tracker.spend(unit, assignment, node)
