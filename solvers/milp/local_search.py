@@ -1845,6 +1845,32 @@ class LocalSearch:
                 continue
             self.apply([(unit, home)])
 
+    def random_moves(self, count: int, rng: np.random.Generator) -> None:
+        """Perturbation (a restart): up to `count` moves of random movable units to random staying nodes, each one
+        that keeps the budget, the cap and the resources; 4 x `count` draws at most."""
+        movable, nodes = np.flatnonzero(self.inst.movable), self.active_nodes
+        if not len(movable) or not len(nodes):
+            return
+        for unit, dest in zip(
+            rng.choice(movable, size=4 * count).tolist(),
+            rng.choice(nodes, size=4 * count).tolist(),
+            strict=True,
+        ):
+            if count <= 0:
+                return
+            if dest == self.assignment[unit]:
+                continue
+            delta_n, delta_c = self.budget_delta(np.array([unit]), np.array([dest]))
+            after = self.util[dest] + self.share[unit] / self.capacity[dest]
+            if (
+                not self.within_budget(delta_n, delta_c)[0]
+                or after > self.cap * (1 + 1e-12)
+                or not self.resources.fits(unit, dest)
+            ):
+                continue
+            self.apply([(unit, dest)])
+            count -= 1
+
 
 def polish(
     instance: AssignmentInstance,

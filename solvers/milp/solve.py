@@ -8,7 +8,8 @@ Steps, all inside the call's time limit (see docs/milp.md):
    send a migration home to spend it better). The best is kept.
 4. Small problems (the full move model has at most FULL_MODEL_MOVES booleans): the full model on CP-SAT or HiGHS
    with the best plan as a hint; it is the whole problem (every staying node, every movable unit, draining homes as
-   refunds), so its proof is a proof.
+   refunds), so its proof is a proof. Tiny ones (TINY_MODEL_MOVES) run it beside the perturbations of step 5 from
+   the start instead.
 5. Otherwise (and after an unproven full model), rounds until the deadline, the gap, or a stall: iterated
    perturbation (send a share of the migrations home, then the band repair and the descent, or the descent alone)
    and short move-model rounds around the best plan on neighbourhoods of extreme nodes, random nodes, and the home
@@ -67,7 +68,26 @@ PAIR_START_UNITS_PER_NODE = 12
 FLOOR_CHECK_GAP = 0.02
 DEADLINE_MARGIN = 0.12  # share of the time limit kept free for the work in flight at the deadline
 FULL_MODEL_MOVES = 4_000  # booleans up to which the full model is solved at once (see docs/milp.md)
-TINY_MODEL_MOVES = 300  # full models up to this many booleans get the whole time left in one CP-SAT call
+# Full models up to this many booleans run beside the perturbations from the rounds' start, in one CP-SAT call for
+# the whole time left (_FullModelThread), instead of first in the doubling slices of larger ones (see _Rounds._run).
+# Why: on a tiny model (5 nodes x 30 units, K 6: 150 booleans, what a new user tries first) CP-SAT needs 2.5-20 s
+# for the proof and, hinted with the starts' plan, rarely improves it within a second, while the perturbations find
+# other basins; until 30 Nov the tiny model had the whole call alone. Measured at 1 s (make_snapshot 5 x 6, K 6,
+# seeds 0-35, 4 search seeds): calls above max(1.1 x best, best + 0.05 points) 20 of 144 -> 10, geometric mean
+# over the best known 1.25 -> 1.13 (on 0-11 against the proven optima: 4 of 48 -> 1, 1.19 -> 1.11); 157 tiny
+# random-campaign snapshots: the same plans but one (within the 0.02-point gap stop), 62 proofs -> 61.
+TINY_MODEL_MOVES = 300
+# Share of a tiny model's perturbations that restart: every migration sent home, then 1 to as many random moves as
+# the plan had migrations (LocalSearch.random_moves), then the repair. Why: on a tiny model a plan's basin is its
+# whole forest of migrations (K of 6 for 5 nodes), and kicks of 10-50 % of it plus the repair rebuild the same
+# forest: make_snapshot seed 19 (5 x 6, K 6) stayed at 0.0898 through 9,000 perturbations and 29 walk steps on 4 of 4
+# seeds where 0.0342 exists. A repair costs ~0.1 ms there, so random restarts cover the basins. Measured at 1 s
+# (seeds 0-35 x 4 search seeds, beside CP-SAT as TINY_MODEL_MOVES says): calls above max(1.1 x best, best + 0.05)
+# 10-14 of 144 -> 0, at the best known plan 85-88 -> 137 (share 0.1: 3 and 124; 0.6: 0 and 138); other tiny shapes
+# (6 x 8 K 8, 3 x 10 K 4, 8 x 4 K 5, 6 x 5 K 12) better or equal in the geometric mean, 157 tiny random-campaign
+# snapshots 2 better, none worse. Not beyond tiny models: 8 x 8 K 8, 10 x 10 K 10 and 16 x 128 K 16 (skew 10920,
+# 10009, 11321) within the spread of seeds (random plans of more migrations are far from any good basin).
+RESTART_SHARE = 0.3
 # CPU a full-model proof on CP-SAT needs per boolean (one worker, full presolve). Measured on random 10-40-node
 # snapshots of 450-1,900 booleans with budgets of 10-20 migrations: proofs took 60-790 us per boolean (median ~150;
 # many not within 1 s at all), and slices shorter than the presolve (10-40 ms) return no solution at all. Above
@@ -862,6 +882,7 @@ class _Rounds:
         self.steps: FloatArray | None = None
         self.seen: set[int] = set()  # hashes of the plans the perturbations' descents passed through
         self.counts_for_stall = True
+        self.restarts = False  # whether perturbations may restart (RESTART_SHARE): on tiny models
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
         # The perturbations' current plan (None: the best plan) and their count since a new best or a walk step.
         self.current: LocalSearch | None = None
@@ -943,11 +964,16 @@ class _Rounds:
         size = min(PERTURBATION_UNITS, max(1, round(rng.uniform(*kick) * len(migrated))))
         trial = LocalSearch(inst, current.assignment, self.start)
         kicked = np.zeros(0, dtype=np.int64)
-        if self.tree_kicks and rng.random() < TREE_KICK:
+        restart = self.restarts and rng.random() < RESTART_SHARE
+        if restart:  # (RESTART_SHARE: every migration home, then as many random moves at most)
+            kicked = migrated
+        elif self.tree_kicks and rng.random() < TREE_KICK:
             kicked = _tree_kick(current, migrated, size, rng)
         if not len(kicked):
             kicked = rng.choice(migrated, size=size, replace=False)
         trial.send_home(kicked)
+        if restart:
+            trial.random_moves(int(rng.integers(1, len(migrated) + 1)), rng)
         # The repair: the band repair then the descent, or the descent alone. The band repair's share of the time
         # follows the two kinds' improvements per second (FILL_SHARE counted in advance), within FILL_SHARE_RANGE:
         # when the budget is all that is hard (count budgets near the nodes to fix) it finds most improvements,
@@ -1147,14 +1173,14 @@ class _Rounds:
             self.chain_wins += 1
         return True
 
-    def _start_background(self, n_moves: int) -> None:
-        """The full model beside the perturbations (BACKGROUND_WORKERS), where it is small enough and time is left;
-        once a call."""
+    def _start_background(self, n_moves: int, min_s: float = BACKGROUND_MIN_S) -> None:
+        """The full model beside the perturbations (BACKGROUND_WORKERS), where it is small enough and at least
+        `min_s` is left; once a call."""
         if (
             self.background is None
             and self.backend == "cp-sat"
             and n_moves <= FULL_MODEL_MOVES
-            and self.deadline - time.perf_counter() >= BACKGROUND_MIN_S
+            and self.deadline - time.perf_counter() >= min_s
         ):
             self.background = _FullModelThread(self._full_model(), self.deadline, self._round_seed())
 
@@ -1211,7 +1237,13 @@ class _Rounds:
                 )
                 return
             full, stall_rounds = False, STALL_ROUNDS
-        if not full:
+        if full and self.backend == "cp-sat" and n_moves <= TINY_MODEL_MOVES:
+            # A tiny model: CP-SAT beside the perturbations for the whole call (TINY_MODEL_MOVES), whatever the time
+            # left (its presolve takes a few ms); no second chain beside its two workers.
+            full, stall_rounds = False, STALL_ROUNDS
+            self.restarts = True
+            self._start_background(n_moves, min_s=0.0)
+        if not full and self.background is None:
             self._start_chain(width, per_node, model_slice)
         since, found_at = 0, begun
         full_until = begun + FULL_PHASE_SHARE * (self.deadline - begun)
@@ -1237,21 +1269,28 @@ class _Rounds:
                 self._start_background(n_moves)
             elif since >= stall_rounds and now - found_at >= found_at - begun:
                 self.stop_reason = f"no improvement in {since} rounds"
+                if self.restarts and self.background is not None and self.background.running():
+                    # A tiny model's CP-SAT gets the rest of the call alone, until its proof or the deadline: the
+                    # perturbations' stall frees their core. Why: a stall ended the call at 13-22 s of a 30 s call
+                    # before CP-SAT's proof (make_snapshot 5 x 6 K 6, seeds 2 and 5), where the tiny model alone
+                    # (until 30 Nov) proved both in 9-12 s.
+                    self.background.thread.join(max(0.0, self.deadline - 0.005 - time.perf_counter()))
+                    if self._collect_background() and self.proven:
+                        self.stop_reason = "proven optimal"
+                    else:
+                        self.stop_reason += "; the full model alone after it, until the time limit"
                 return
             remaining = self.deadline - now
             if full:
-                # Tiny models are proven by CP-SAT in one go (it restarts from scratch each slice); larger ones get
-                # doubling slices so that an unprovable model does not hold the call to its limit. They double from
+                # Doubling slices (CP-SAT restarts from its hint each slice), so that an unprovable model does not
+                # hold the call to its limit (tiny models run beside the perturbations instead). They double from
                 # the rounds' own start, not the call's: starts that took 0.15 s made every slice long enough to
                 # improve a little, the model never stalled, and the perturbations that find the optimum in
                 # milliseconds never ran (campaign seed 6034: 7.36 points at 1 s against the optimum 5.05).
-                tiny = n_moves <= TINY_MODEL_MOVES
                 doubling = max(0.01, now - begun)
                 # (a doubling slice ends by full_until: no more than FULL_PHASE_SHARE in all)
                 slice_s = (
-                    max(0.01, min(doubling, full_until - now))
-                    if self.backend == "cp-sat" and not tiny
-                    else remaining
+                    max(0.01, min(doubling, full_until - now)) if self.backend == "cp-sat" else remaining
                 )
                 improved = self._full_round(min(remaining, slice_s))
             else:
