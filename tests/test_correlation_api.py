@@ -215,3 +215,34 @@ def test_further_resources_are_honoured_on_receiving_nodes(
         else:
             assert response.json()["errors"][0]["loc"][:2] == ["body", "units"]
     assert answered >= 10
+
+
+def test_a_tiny_draining_node_is_no_500_in_the_exact_repair(client: TestClient) -> None:
+    """Found by the fuzz bench (30 Nov): a draining node of capacity 1e-6 holding a unit makes the validator's
+    utilization cap 1.7e22 points; the exact spread repair wrote it into a CP-SAT constraint beyond int64 and CP-SAT
+    refused it (TypeError, a 500). A cap above every node's largest mean cannot bind: it is clamped there."""
+    body = {
+        "nodes": [
+            {"id": "n0", "capacity": 1.0},
+            {"id": "n1", "capacity": 50.5},
+            {"id": "n2", "capacity": 100.0},
+            {"id": "n3", "capacity": 1e-06, "draining": True},
+            {"id": "n4", "capacity": 1000000.0},
+        ],
+        "units": [
+            {"id": "u0", "load": [27.0, 1e12, 66.00260015364393, 1e-09, 99.999, 1e15], "node": "n3"},
+            {"id": "u1", "load": [2.0, 0.0, 0.0, 0.0, 0.0, 1.0], "node": "n4"},
+            {
+                "id": "u2",
+                "load": [0.0, 27.0, 0.0, 4.60051292077588, 1e-09, 1000000.0],
+                "node": "n0",
+                "pinned": True,
+            },
+        ],
+        "algorithm": {"name": "correlation-pairwise", "variant": "improved-two-way"},
+        "time_limit_s": 1.0,
+        "budget": {"max_migrations": 0},
+    }
+    response = _post(client, body)
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "unchanged"

@@ -43,6 +43,12 @@ class ExactParameters:
     windows: IntArray  # the windows whose peaks count (where the cluster stays within its capacity)
 
 
+def _clamped_units(points: float, upper: int) -> int:
+    """`points` in integer units of 1/SCALE points, rounded down, at most `upper` (inf included)."""
+    units = points * SCALE
+    return upper if not units < upper else math.floor(units)
+
+
 def exact_spread_repair(
     state: LoadState, staying: IntArray, cap: float, params: ExactParameters
 ) -> IntArray | None:
@@ -85,10 +91,13 @@ def exact_spread_repair(
         model.add_exactly_one(x[u, j] for j in range(n))
     upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
     lo = model.new_int_var(0, upper_mean, "lo")
-    spread = math.floor(params.max_spread * SCALE) - slack
+    # A spread or a cap above every node's largest mean cannot bind: clamped there, so that each stays an int64
+    # (seen by the fuzz bench, 30 Nov: a draining node of capacity 1e-6 made the validator's cap 1.7e22 points and
+    # CP-SAT refused the constraint, a 500).
+    spread = _clamped_units(params.max_spread, upper_mean + slack) - slack
     if spread < 0:
         return None
-    cap_units = math.floor(cap * SCALE) - slack // 2 - 1
+    cap_units = _clamped_units(cap, upper_mean + slack) - slack // 2 - 1
     overloaded = []
     # A window's load may reach 100 % exactly (overloaded means above it). Where the loads and capacities are
     # multiples of one step (counts: the common case), the windows are modelled in those steps, exactly
