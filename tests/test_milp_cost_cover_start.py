@@ -35,3 +35,25 @@ def test_the_cheapest_first_plan_keeps_the_budget_and_the_rules() -> None:
     assert not instance.draining[plan[moved]].any()
     assert instance.utilization(plan).max() <= instance.utilization_cap() * (1 + 1e-12)
     assert instance.load_distance(plan) < instance.load_distance(bound_plan(instance, start, threshold))
+
+
+def test_cheapest_first_ranks_states_per_load_beyond_the_float_range() -> None:
+    """State 1e305 and 1e304 over load 1e-5: both quotients overflow to inf (found by the fuzz bench's `albic`, 30
+    Nov, as a RuntimeWarning); ranked as a tie the dearer unit came first and the budget of 5e304 bought nothing.
+    The cheaper unit is shed now, with no float warning."""
+    from solvers.instance import AssignmentInstance
+
+    instance = AssignmentInstance(
+        node_ids=("n0", "n1"),
+        capacity=np.array([100.0, 100.0]),
+        draining=np.zeros(2, dtype=bool),
+        unit_ids=("dear", "cheap"),
+        current=np.array([0, 0], dtype=np.int64),
+        series=np.array([[1e-5], [1e-5]]),
+        state_size=np.array([1e305, 1e304]),
+        pinned=np.zeros(2, dtype=bool),
+        max_migration_cost=5e304,
+    )
+    with np.errstate(all="raise"):
+        plan = bound_plan(instance, instance.current, 0.0, cheapest_first=True)
+    assert plan.tolist() == [0, 1]

@@ -123,7 +123,7 @@ def _knapsack_load(
         )
     if instance.max_migration_cost is not None:
         # Densest (load per state) first; free units first of all.
-        order, _ = _segments(nodes, -_log_ratio(loads, costs))
+        order, _ = _segments(nodes, -log_ratio(loads, costs))
         sorted_nodes, c, lo = nodes[order], costs[order], loads[order]
         spent_before = _segment_exclusive_prefix(sorted_nodes, c)
         room = instance.max_migration_cost - spent_before
@@ -133,7 +133,7 @@ def _knapsack_load(
     return np.asarray(best, dtype=np.float64)
 
 
-def _log_ratio(numerator: FloatArray, denominator: FloatArray) -> FloatArray:
+def log_ratio(numerator: FloatArray, denominator: FloatArray) -> FloatArray:
     """log(numerator / denominator) for values >= 0, to rank by the quotient: unlike the quotient it neither
     overflows nor underflows (state 1e305 over load 1e-5 is 1e310: as quotients, two such units tied at inf and
     the dearer one could be ranked first, which made the cost cover too dear and the bound invalid). A zero
@@ -150,7 +150,7 @@ class _CostCover:
     def __init__(self, loads: FloatArray, costs: FloatArray) -> None:
         keep = loads > 0
         loads, costs = loads[keep], costs[keep]
-        order = np.argsort(_log_ratio(costs, loads), kind="stable")
+        order = np.argsort(log_ratio(costs, loads), kind="stable")
         self.loads, self.costs = loads[order], costs[order]
         self.load_prefix = np.concatenate([[0.0], np.cumsum(self.loads)])
         self.cost_prefix = np.concatenate([[0.0], np.cumsum(self.costs)])
@@ -350,7 +350,7 @@ def lower_bound(
     size_nodes = own_nodes[by_size]
     size_before = _segment_exclusive_prefix(size_nodes, own_load[by_size])
     # cheapest state per load first (units without load last)
-    cover_ratio = _log_ratio(own_cost, own_load) if cost_limit is not None else np.zeros(len(own_load))
+    cover_ratio = log_ratio(own_cost, own_load) if cost_limit is not None else np.zeros(len(own_load))
     by_ratio = _segments(own_nodes, cover_ratio)[0] if cost_limit is not None else np.zeros(0, dtype=np.int64)
     ratio_nodes, ratio_load, ratio_cost = own_nodes[by_ratio], own_load[by_ratio], own_cost[by_ratio]
     ratio_before = _segment_exclusive_prefix(ratio_nodes, ratio_load)

@@ -17,10 +17,22 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from solvers.baselines import BudgetTracker
-from solvers.instance import AssignmentInstance, IntArray
+from solvers.instance import AssignmentInstance, FloatArray, IntArray
+from solvers.milp.bounds import log_ratio
 
 # Nodes (or units) looked at for one unit (or one deficit) before it gives up: bounds every loop of packed_plan.
 MAX_FILL_TRIES = 8
+
+
+def _price_keys(inst: AssignmentInstance, units: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Sort keys for state per load, cheapest first, of units with load (np.lexsort's order: the last key is the
+    first): the log of the quotient where the quotient overflows (else 0), and the quotient. Why: state 1e305 and
+    1e304 over load 1e-5 both overflow to inf, and ranked as a tie the dearer one came first (the fuzz bench's
+    `albic` found the overflow, 30 Nov); finite quotients rank as before, ties in the units' order."""
+    with np.errstate(over="ignore"):
+        price = inst.state_size[units] / inst.load[units]
+    beyond = np.where(np.isinf(price), log_ratio(inst.state_size[units], inst.load[units]), 0.0)
+    return beyond, price
 
 
 def bound_plan(
@@ -48,11 +60,9 @@ def bound_plan(
     movable = np.flatnonzero(inst.movable)
     if cheapest_first:
         movable = movable[inst.load[movable] > 0.0]  # (a unit without load sheds nothing)
-        with np.errstate(over="ignore"):  # (state 1e305 over load 1e-5: inf, the dearest; a heuristic's rank)
-            price = inst.state_size[movable] / inst.load[movable]
         # Per node, its movable units cheapest per load first; a unit is shed while those before it leave the node
         # above the target (a draining node's target is zero: it sheds everything).
-        order = movable[np.lexsort((price, assignment[movable]))]
+        order = movable[np.lexsort((*_price_keys(inst, movable), assignment[movable]))]
     else:
         # Per node, its movable units largest first; a unit is shed while the larger ones before it leave the node
         # above the target (a draining node's target is zero: it sheds everything).
@@ -64,7 +74,7 @@ def bound_plan(
     node_target = np.where(inst.active[nodes], target, -np.inf)
     shed = order[util[nodes] - shed_before / capacity[nodes] > node_target + 1e-12]
     if cheapest_first:
-        shed = shed[np.argsort(inst.state_size[shed] / inst.load[shed], kind="stable")]
+        shed = shed[np.lexsort(_price_keys(inst, shed))]  # (stable, as the cheapest-first order above)
     else:
         shed = shed[np.argsort(-inst.load[shed], kind="stable")]
 
