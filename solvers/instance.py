@@ -82,8 +82,10 @@ class AssignmentInstance:
 
     @cached_property
     def mean_utilization(self) -> float:
-        """Utilization of a perfectly balanced cluster: all load over the non-draining capacity (the paper's mean)."""
-        return float(100.0 * self.load.sum() / self.capacity[self.active].sum())
+        """Utilization of a perfectly balanced cluster: all load over the non-draining capacity (the paper's mean).
+        With no staying node it is nan (no load) or inf, as the quotient: callers check for staying nodes first."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(100.0 * self.load.sum() / self.capacity[self.active].sum())
 
     def node_load(self, assignment: IntArray) -> FloatArray:
         """Mean load per node for an assignment with every unit placed."""

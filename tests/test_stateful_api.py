@@ -184,7 +184,7 @@ KEPT_BACK_BODIES = [
 ]
 
 
-@pytest.mark.parametrize(("body", "unit"), zip(KEPT_BACK_BODIES, [2, 1, 3], strict=True))
+@pytest.mark.parametrize(("body", "unit"), list(zip(KEPT_BACK_BODIES, [2, 1, 3], strict=True)))
 def test_elb_units_kept_back_find_their_room_again(
     client: TestClient, body: dict[str, Any], unit: int
 ) -> None:

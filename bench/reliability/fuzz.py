@@ -1,6 +1,7 @@
 """The fuzz run of issue 9 at benchmark size: generated cases (10,000 by default; plan requests for every algorithm, valid and
 invalid, and splitter call chains) with fresh randomness, through the app in process, driven from its main thread as uvicorn drives it (the same checks as
-tests/test_fuzz_service.py: zero 5xx, zero hangs, every 200 plan valid, returned splitter models accepted).
+tests/test_fuzz_service.py: zero 5xx, zero hangs, every 200 plan valid, returned splitter models accepted). A float
+warning (overflow, invalid value) raised in a request is an error there, answered 500: a failure, as in the test.
 
     python -m bench.reliability.fuzz [--examples 10000]
 """
@@ -11,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 
 from service.main import create_app
 from service.settings import Settings
@@ -28,6 +30,7 @@ def main() -> int:
         "--derandomize", action="store_true", help="the same cases every run (make bench-quick)"
     )
     args = parser.parse_args()
+    warnings.simplefilter("error", RuntimeWarning)  # (as the test's filterwarnings mark)
     load_before = os.getloadavg()[0]
     started = time.monotonic()
     # As uvicorn drives the app (its main thread): small plans inline, the rest in solver workers.
