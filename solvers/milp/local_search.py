@@ -1834,14 +1834,16 @@ class LocalSearch:
         pick = int(candidates[np.lexsort((delta_n[candidates], worst[candidates]))[0]])
         return list(zip(units.tolist(), dest[pick].tolist(), strict=True))
 
+    def _fits(self, unit: int, node: int) -> bool:
+        """Whether `unit` moved onto `node` keeps the node within the cap and its resources."""
+        after = self.util[node] + self.share[unit] / self.capacity[node]
+        return bool(after <= self.cap_limit) and self.resources.fits(unit, node)
+
     def send_home(self, units: IntArray) -> None:
         """Perturbation: send these migrated units back to their original nodes where that fits (cap, resources)."""
         for unit in units.tolist():
             home = int(self.original[unit])
-            if home < 0 or self.assignment[unit] == home:
-                continue
-            after = self.util[home] + self.share[unit] / self.capacity[home]
-            if after > self.cap * (1 + 1e-12) or not self.resources.fits(unit, home):
+            if home < 0 or self.assignment[unit] == home or not self._fits(unit, home):
                 continue
             self.apply([(unit, home)])
 
@@ -1861,12 +1863,7 @@ class LocalSearch:
             if dest == self.assignment[unit]:
                 continue
             delta_n, delta_c = self.budget_delta(np.array([unit]), np.array([dest]))
-            after = self.util[dest] + self.share[unit] / self.capacity[dest]
-            if (
-                not self.within_budget(delta_n, delta_c)[0]
-                or after > self.cap * (1 + 1e-12)
-                or not self.resources.fits(unit, dest)
-            ):
+            if not self.within_budget(delta_n, delta_c)[0] or not self._fits(unit, dest):
                 continue
             self.apply([(unit, dest)])
             count -= 1
