@@ -37,12 +37,8 @@ def _rounds(inst: AssignmentInstance, seconds: float, seed: int = 0) -> solve._R
     return solve._Rounds(inst, best, inst.current, 0.0, time.perf_counter() + seconds, 0.0, seed, "cp-sat")
 
 
-def test_a_tiny_model_runs_beside_the_perturbations_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    """96 booleans: no full-model slice of its own; CP-SAT starts in the thread at once, the perturbations may
-    restart, and CP-SAT's proof ends the call long before its 60 s limit."""
-    inst = _snapshot(0, n_nodes=4, budget=3)  # proven optimal within 0.2 s in a 1 s call (0.365)
-    assert int(inst.active.sum()) * int(inst.movable.sum()) <= solve.TINY_MODEL_MOVES
-    rounds = _rounds(inst, 60.0)
+def _counted_full_slices(rounds: solve._Rounds, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The full model's own slices replaced by ones that never improve, their lengths recorded."""
     full_slices: list[float] = []
 
     def full_round(seconds: float) -> bool:
@@ -50,12 +46,45 @@ def test_a_tiny_model_runs_beside_the_perturbations_from_the_start(monkeypatch: 
         return False
 
     monkeypatch.setattr(rounds, "_full_round", full_round)
+    return full_slices
+
+
+def test_a_tiny_model_runs_beside_the_perturbations_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """96 booleans: no full-model slice of its own; CP-SAT starts in the thread at once, the perturbations may
+    restart, and CP-SAT's proof ends the call long before its 60 s limit."""
+    inst = _snapshot(0, n_nodes=4, budget=3)  # proven optimal within 0.2 s in a 1 s call (0.365)
+    assert int(inst.active.sum()) * int(inst.movable.sum()) <= solve.TINY_MODEL_MOVES
+    rounds = _rounds(inst, 60.0)
+    full_slices = _counted_full_slices(rounds, monkeypatch)
     rounds.run(time.perf_counter(), 60.0, None, 12, full=True)
     assert full_slices == []
     assert rounds.restarts and rounds.background is not None and rounds.chain is None
     assert rounds.proven and rounds.stop_reason == "proven optimal"
     assert abs(rounds.best.key[0] - 0.365) < 1e-3
     assert inst.within_budget(rounds.best.search.assignment)
+
+
+def test_after_a_stall_the_tiny_models_proof_ends_the_call_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Perturbations that never improve stall at once: CP-SAT then has the call alone and proves the plan the
+    rounds started from, the optimum (0.365, so its proof improves nothing): the call ends proven, and its note
+    says so (it said "until the time limit" while the plan was proven)."""
+    inst = _snapshot(0, n_nodes=4, budget=3)
+    optimum = solve.solve_milp(inst, time_limit_s=5.0)
+    assert optimum.status == "optimal"
+    best = solve._Best(LocalSearch(inst, optimum.assignment, inst.current), "optimum")
+    rounds = solve._Rounds(inst, best, inst.current, 0.0, time.perf_counter() + 60.0, 0.0, 0, "cp-sat")
+    before = best.key
+
+    def no_improvement(*args: object) -> bool:
+        rounds.counts_for_stall = True
+        return False
+
+    monkeypatch.setattr(rounds, "_neighbourhood_round", no_improvement)
+    rounds.run(time.perf_counter(), 60.0, None, 12, full=True)
+    assert abs(before[0] - 0.365) < 1e-3 and rounds.best.key == before
+    assert rounds.proven and rounds.stop_reason == "proven optimal"
 
 
 def test_larger_models_keep_their_own_slices_and_no_restarts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,13 +95,7 @@ def test_larger_models_keep_their_own_slices_and_no_restarts(monkeypatch: pytest
     )
     assert int(inst.active.sum()) * int(inst.movable.sum()) > solve.TINY_MODEL_MOVES
     rounds = _rounds(inst, 0.5)
-    full_slices: list[float] = []
-
-    def full_round(seconds: float) -> bool:
-        full_slices.append(seconds)
-        return False
-
-    monkeypatch.setattr(rounds, "_full_round", full_round)
+    full_slices = _counted_full_slices(rounds, monkeypatch)
     rounds.run(time.perf_counter(), 0.5, None, 12, full=True)
     assert full_slices and not rounds.restarts
 
