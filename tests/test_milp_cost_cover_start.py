@@ -9,6 +9,7 @@ load, and the descent then moves one small unit per step (a few ms each at 6,000
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bench.milp_campaign import snapshot
 from solvers.milp.bounds import lower_bound
@@ -57,3 +58,56 @@ def test_cheapest_first_ranks_states_per_load_beyond_the_float_range() -> None:
     with np.errstate(all="raise"):
         plan = bound_plan(instance, instance.current, 0.0, cheapest_first=True)
     assert plan.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("resources", [False, True])
+@pytest.mark.parametrize(
+    ("states", "chosen"),
+    [
+        # 20 and 40 points closed over a state of 1e-320: both quotients overflow to -inf; the larger goes first
+        ([1e-320, 1e-320], "b"),
+        # a free move before any paid one, however large its quotient (free moves in the units' order, as before)
+        ([1e-320, 0.0], "b"),
+        ([0.0, 1e-320], "a"),
+    ],
+)
+def test_flux_ranks_gap_per_state_beyond_the_float_range(
+    states: list[float], chosen: str, resources: bool
+) -> None:
+    """Flux's pair choice under a cost budget (LocalSearch.pair, the flux starts of milp): the most gap closed per
+    unit of state. Unit a (load 10) closes 20 of the 100-point gap, unit b (load 20) closes 40; as one -inf tie
+    (a quotient that overflows, or a free move) the first unit in the units' order was taken, a, whatever came
+    next. Both the
+    vectorised round and the one-move-at-a-time round (resource caps) are checked."""
+    from solvers.instance import AssignmentInstance
+    from solvers.milp.local_search import LocalSearch
+
+    extra = (
+        {
+            "resource_names": ("mem",),
+            "resource_capacity": np.array([[1e9], [1e9]]),
+            "resource_usage": np.ones((3, 1)),
+        }
+        if resources
+        else {}
+    )
+    instance = AssignmentInstance(
+        node_ids=("n0", "n1"),
+        capacity=np.array([100.0, 100.0]),
+        draining=np.zeros(2, dtype=bool),
+        unit_ids=("a", "b", "big"),
+        current=np.array([0, 0, 0], dtype=np.int64),
+        series=np.array([[10.0], [20.0], [70.0]]),
+        state_size=np.array([*states, 1e300]),
+        pinned=np.zeros(3, dtype=bool),
+        max_migration_cost=1e-300,
+        **extra,
+    )
+    search = LocalSearch(instance, instance.current, instance.current)
+    assert search.resources.has_resources == resources
+    with np.errstate(all="raise"):
+        search.pair(np.inf, max_rounds=1)
+    moved = [
+        unit for unit, node in zip(instance.unit_ids, search.assignment.tolist(), strict=True) if node == 1
+    ]
+    assert moved == [chosen]

@@ -29,6 +29,7 @@ import numpy as np
 
 from solvers.baselines import BudgetTracker
 from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
+from solvers.milp.bounds import log_ratio
 
 TOLERANCE = 1e-9  # points: a step must lower every touched node below d by more than this
 SWAP_ELEMENTS = 40_000  # pairs evaluated per swap step
@@ -913,16 +914,29 @@ class LocalSearch:
             if not moved:
                 return
 
-    def _pair_fit(self, gap: FloatArray, shift: FloatArray, delta_c: FloatArray) -> FloatArray:
-        """Flux's choice of a pair's unit, smallest first: the unit that best halves the gap; under a cost budget
-        the most gap closed per unit of state spent (a best fit of large state would spend the budget on one
-        pair)."""
+    def _pair_fit(
+        self, gap: FloatArray, shift: FloatArray, delta_c: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """Flux's choice of a pair's unit, as np.lexsort keys (the last is the first, smallest first): the unit that
+        best halves the gap; under a cost budget the most gap closed per unit of state spent (a best fit of large
+        state would spend the budget on one pair). A free move or refund ranks -inf, first, in the units' order; a
+        paid move whose quotient overflows (a gap over a state of 1e-320) right after them, ranked by the log of
+        its quotient (as one -inf tie they went by the units' order, and a free move could come after it: the
+        cheapest-first start had the same flaw, 80c0285). Finite quotients rank as before."""
         remaining = np.abs(gap - shift)
+        zeros = np.zeros(len(remaining))
         if self.inst.max_migration_cost is None:
-            return remaining
+            return zeros, remaining
         closed = gap - remaining
-        with np.errstate(over="ignore"):  # (a gap over a state of 1e-320: -inf, the first choice, as meant)
-            return np.where(delta_c > 0, -closed / np.where(delta_c > 0, delta_c, 1.0), -np.inf)
+        paid = delta_c > 0
+        with np.errstate(over="ignore"):
+            fit = np.where(paid, -closed / np.where(paid, delta_c, 1.0), -np.inf)
+        beyond = paid & np.isinf(fit)
+        if not beyond.any():
+            return zeros, fit
+        # (a closed gap <= 0 is no candidate: its log is never read)
+        logs = -log_ratio(np.maximum(closed, 0.0), np.where(paid, delta_c, 1.0))
+        return np.where(beyond, logs, np.where(paid, 0.0, -np.inf)), fit
 
     def _flux_pairs(self, target: float) -> tuple[IntArray, IntArray]:
         """The pairs of a Flux round, most apart first, up to the first that needs no move."""
@@ -958,11 +972,12 @@ class LocalSearch:
         delta_n, delta_c = self.budget_delta(units, lo)
         ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
         ok &= self.within_budget(delta_n, delta_c)
-        units, pos, lo, fit = units[ok], pos[ok], lo[ok], self._pair_fit(gap, shift, delta_c)[ok]
+        fit = [key[ok] for key in self._pair_fit(gap, shift, delta_c)]
+        units, pos, lo = units[ok], pos[ok], lo[ok]
         delta_n, delta_c = delta_n[ok], delta_c[ok]
         if not len(units):
             return False
-        pick = np.lexsort((fit, pos))
+        pick = np.lexsort((*fit, pos))
         first = pick[_first_of_runs(pos[pick])]  # best fit of each pair
         chosen = []
         moves, cost = self.used_moves, self.used_cost
@@ -993,8 +1008,8 @@ class LocalSearch:
             delta_n, delta_c = self.budget_delta(mine, np.full(len(mine), lo))
             ok = (shift > TOLERANCE) & (shift < 2.0 * gap - TOLERANCE) & (after <= self.cap * (1 + 1e-12))
             ok &= self.within_budget(delta_n, delta_c)
-            fit = self._pair_fit(np.full(len(mine), gap), shift, delta_c)
-            for k in _indices(ok)[np.argsort(fit[ok], kind="stable")][:RESOURCE_TRIES]:
+            fit = [key[ok] for key in self._pair_fit(np.full(len(mine), gap), shift, delta_c)]
+            for k in _indices(ok)[np.lexsort(fit)][:RESOURCE_TRIES]:
                 if self.resources.fits(int(mine[k]), lo):
                     self.apply([(int(mine[k]), lo)])
                     moved = True
