@@ -132,3 +132,24 @@ def test_a_baseline_plan_that_breaks_the_drain_rule_is_replaced_by_its_plan_of_t
     assert search_problem(budgeted)[0] is budgeted
     floor_plan(budgeted, budgeted, stays_on_draining, time.perf_counter() + 1)
     assert seen == [True]  # (its own plan, unchanged: within the budget)
+
+
+def test_a_stop_within_the_gap_under_a_budget_is_no_worse_than_a_baseline() -> None:
+    """Later (1 Dec): the throughput bench's snapshot 309 (10 x 100, at most 10 migrations) at time_limit_s 0.2.
+    The flux start's plan (1.8102 points) was within relative_gap of the bound (1.8013), so the call stopped at once
+    and skipped the baselines (a stop within FLOOR_CHECK_GAP, 0.02 points), while largest-load-first answers
+    1.8028. Likewise bench.milp_campaign --family skew seed 11342 (16 x 128, 40 migrations): 0.0043 points worse."""
+    import json
+
+    from bench.reliability.throughput import snapshot as small_snapshot
+    from schemas.assignment import AssignmentRequest
+    from service.adapters import to_instance
+
+    body = json.loads(small_snapshot(309, {"name": "milp"}, 0.2))
+    inst = to_instance(AssignmentRequest.model_validate(body))
+    plan = solve_milp(inst, time_limit_s=0.2)
+    d = inst.load_distance(plan.assignment)
+    for baseline in (flux, largest_load_first):
+        other = baseline(inst).assignment
+        assert inst.within_budget(other)
+        assert d <= inst.load_distance(other) + 1e-9, baseline.__name__
