@@ -89,6 +89,24 @@ TINY_MODEL_MOVES = 300
 # snapshots 2 better, none worse. Not beyond tiny models: 8 x 8 K 8, 10 x 10 K 10 and 16 x 128 K 16 (skew 10920,
 # 10009, 11321) within the spread of seeds (random plans of more migrations are far from any good basin).
 RESTART_SHARE = 0.3
+# Band restarts, on problems above TINY_MODEL_MOVES under a count budget: every migration sent home, then the band
+# repair (LocalSearch.fill_band) towards a band of the best plan's distance times a factor drawn log-uniformly from
+# RESTART_BAND, then the descent: a new forest of migrations built from the current placement, not a repair of the
+# best plan's. Why: a large count budget's basins are whole forests, and kicks of up to PERTURBATION_UNITS
+# migrations plus the repair rebuild the same forest. Seen (bench.milp_campaign --family skew 12522: 250 nodes x
+# 2,048 key groups, 1x/2x/4x capacities, 625 migrations): 0.1355 points at 1 s and still at 30 s (the call stalled
+# after 7.7 s), where 0.0657 exists. From that plan, kicks of 8-128 of the 625 migrations found no better plan in 60
+# repairs each, 256 in 1 of 60, and all of them (this restart, 33 ms) in 59 of 60: 0.0657 in the median, and at a
+# band of 0.3 times the distance 0.0349. Their share of the perturbations' time follows their share of the
+# improvements per second (RESTART_PRIOR counted in advance) within RESTART_TIME_SHARE. Measured at 1 s against
+# the same code without them (docs/milp.md): 12522 0.1355-0.166 -> 0.0349-0.0405, 12622 (120 x 4,096, K 300)
+# 0.50 -> 0.31, 12629 (250 x 4,096, K 375) 0.0425 -> 0.0345; bench.milp_skew_hunt 0.966 of the distance in the
+# geometric mean (carrier-dest-hour 4,096 key groups 64n K100 0.057 -> 0.026, below its best known plan). Not
+# under cost budgets alone: there they gave 0.988-1.004 of the distance (4 better, 4 worse of the campaign's),
+# the tree kicks' finding too.
+RESTART_BAND = (0.25, 1.15)
+RESTART_TIME_SHARE = (0.05, 0.5)
+RESTART_PRIOR = 0.3
 # CPU a full-model proof on CP-SAT needs per boolean (one worker, full presolve). Measured on random 10-40-node
 # snapshots of 450-1,900 booleans with budgets of 10-20 migrations: proofs took 60-790 us per boolean (median ~150;
 # many not within 1 s at all), and slices shorter than the presolve (10-40 ms) return no solution at all. Above
@@ -889,6 +907,13 @@ class _Rounds:
         self.seen: set[int] = set()  # hashes of the plans the perturbations' descents passed through
         self.counts_for_stall = True
         self.restarts = False  # whether perturbations may restart (RESTART_SHARE): on tiny models
+        # Band restarts (RESTART_BAND): under a count budget, where the band repair applies to the current placement
+        # (no movable unit on a draining node: those must leave first, the descent's business), not on tiny models.
+        self.band_restarts = instance.max_migrations is not None and not bool(
+            (~instance.active[start[instance.movable]]).any()
+        )
+        self.restart_s = self.kick_s = 0.0  # perturbation time in band restarts / in the other perturbations
+        self.restart_wins = self.kick_wins = 0  # their rounds that improved the best plan
         self.bound: LowerBound | None = None  # its tests prove a plan that meets them
         # The perturbations' current plan (None: the best plan) and their count since a new best or a walk step.
         self.current: LocalSearch | None = None
@@ -971,7 +996,10 @@ class _Rounds:
         trial = LocalSearch(inst, current.assignment, self.start)
         kicked = np.zeros(0, dtype=np.int64)
         restart = self.restarts and rng.random() < RESTART_SHARE
-        if restart:  # (RESTART_SHARE: every migration home, then as many random moves at most)
+        band_restart = not self.restarts and self._band_restart_due()
+        if (
+            restart or band_restart
+        ):  # (RESTART_SHARE: every migration home, then as many random moves at most)
             kicked = migrated
         elif self.tree_kicks and rng.random() < TREE_KICK:
             kicked = _tree_kick(current, migrated, size, rng)
@@ -992,7 +1020,7 @@ class _Rounds:
         fill = self.fill_s <= share * (self.fill_s + self.plain_s)
         # A stall: the band repair, the repair that leaves local optima (FILL_STALL_PERTURBATIONS).
         stalled = self.since_improved >= FILL_STALL_PERTURBATIONS
-        fill |= stalled
+        fill |= stalled or band_restart
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
         fill &= inst.max_migrations is not None or inst.max_migration_cost is not None
@@ -1005,7 +1033,11 @@ class _Rounds:
             if self.by_size is None:
                 units = np.flatnonzero(inst.movable)
                 self.by_size = units[np.argsort(inst.load[units], kind="stable")]
-            band = self._fill_band_width(current, levels, rng)
+            band = (
+                best.key[0] * float(np.exp(rng.uniform(*np.log(RESTART_BAND))))
+                if band_restart
+                else self._fill_band_width(current, levels, rng)
+            )
             trial.fill_band(
                 band, rng, self.deadline, FILL_STEPS_PER_NODE * len(trial.active_nodes), self.by_size
             )
@@ -1023,6 +1055,12 @@ class _Rounds:
         else:
             self.current = current
         spent = time.perf_counter() - started
+        if band_restart:
+            self.restart_s += spent
+            self.restart_wins += int(improved)
+            return improved
+        self.kick_s += spent
+        self.kick_wins += int(improved)
         if fill and stalled:
             # Outside the statistics: their time would hold the band repair back once the search moves again
             # (the share balances time), and escapes from a stall say nothing about the moving search.
@@ -1034,6 +1072,17 @@ class _Rounds:
             self.plain_s += spent
             self.plain_wins += int(improved)
         return improved
+
+    def _band_restart_due(self) -> bool:
+        """Whether this perturbation is a band restart (RESTART_BAND): while the restarts have had less than their
+        share of the perturbations' time, which follows their improvements per second against the other
+        perturbations' (RESTART_PRIOR counted in advance), within RESTART_TIME_SHARE."""
+        if not self.band_restarts:
+            return False
+        rate_restart = (self.restart_wins + RESTART_PRIOR) / (self.restart_s + FILL_PRIOR_S)
+        rate_kick = (self.kick_wins + 1 - RESTART_PRIOR) / (self.kick_s + FILL_PRIOR_S)
+        share = float(np.clip(rate_restart / (rate_restart + rate_kick), *RESTART_TIME_SHARE))
+        return self.restart_s <= share * (self.restart_s + self.kick_s)
 
     def _coarse_levels(self, current: LocalSearch) -> list[float]:
         """The FILL_LEVELS lattice levels below the plan's distance d, largest first, when loads are counts and the
