@@ -128,6 +128,12 @@ def test_the_stall_counter_is_not_reset_by_walk_steps(monkeypatch: pytest.Monkey
     assert rounds.walks >= 1
 
 
+def _restart_instance(seed: int, budget: str = "count") -> AssignmentInstance:
+    """_instance with a count budget of two migrations per node (band restarts need at least one)."""
+    inst = _instance(seed, budget)
+    return replace(inst, max_migrations=40) if budget == "count" else inst
+
+
 def _band_restart_rounds(inst: AssignmentInstance, seed: int) -> tuple[solve._Best, solve._Rounds]:
     start = LocalSearch(inst, inst.current, inst.current)
     start.descend(time.perf_counter() + 30, solve.DESCENT_STEPS)
@@ -142,7 +148,7 @@ def test_band_restarts_rebuild_from_the_current_placement_and_keep_every_rule(
     """A band restart (RESTART_BAND) sends every migration home, so its band repair starts from the current
     placement, with a band of the best plan's distance times a factor within RESTART_BAND; its plan keeps the count
     budget and the pins, and the best plan never worsens."""
-    inst = _instance(seed, "count")
+    inst = _restart_instance(seed)
     inst = replace(inst, pinned=np.arange(inst.n_units) % 9 == 0)
     best, rounds = _band_restart_rounds(inst, seed)
     assert rounds.band_restarts
@@ -172,11 +178,14 @@ def test_band_restarts_rebuild_from_the_current_placement_and_keep_every_rule(
 
 
 def test_band_restarts_only_under_a_count_budget_without_units_to_drain() -> None:
-    """Not under a cost budget alone (no gain measured there), and not where movable units sit on draining nodes (they
-    must leave first: the band repair only lands staying nodes)."""
-    assert _band_restart_rounds(_instance(0, "count"), 0)[1].band_restarts
-    assert not _band_restart_rounds(_instance(0, "cost"), 0)[1].band_restarts
-    inst = _instance(0, "count")
+    """Only under a count budget of at least one migration per staying node (no gain measured below, nor under a
+    cost budget alone), and not where movable units sit on draining nodes (they must leave first: the band repair
+    only lands staying nodes)."""
+    assert _band_restart_rounds(_restart_instance(0), 0)[1].band_restarts
+    assert _band_restart_rounds(replace(_restart_instance(0), max_migrations=20), 0)[1].band_restarts
+    assert not _band_restart_rounds(replace(_restart_instance(0), max_migrations=19), 0)[1].band_restarts
+    assert not _band_restart_rounds(_restart_instance(0, "cost"), 0)[1].band_restarts
+    inst = _restart_instance(0)
     draining = np.zeros(inst.n_nodes, dtype=bool)
     draining[int(inst.current[0])] = True
     assert not _band_restart_rounds(replace(inst, draining=draining), 0)[1].band_restarts
@@ -185,8 +194,7 @@ def test_band_restarts_only_under_a_count_budget_without_units_to_drain() -> Non
 def test_band_restarts_get_their_share_of_the_time() -> None:
     """The restarts' share of the perturbations' time stays within RESTART_TIME_SHARE (give or take one round) and
     the other perturbations run too."""
-    inst = _instance(3, "count")
-    _, rounds = _band_restart_rounds(inst, 3)
+    _, rounds = _band_restart_rounds(_restart_instance(3), 3)
     rng = np.random.default_rng(3)
     for _ in range(150):
         rounds._perturbation_round(rng)

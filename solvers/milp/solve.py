@@ -101,9 +101,13 @@ RESTART_SHARE = 0.3
 # improvements per second (RESTART_PRIOR counted in advance) within RESTART_TIME_SHARE. Measured at 1 s against
 # the same code without them (docs/milp.md): 12522 0.1355-0.166 -> 0.0349-0.0405, 12622 (120 x 4,096, K 300)
 # 0.50 -> 0.31, 12629 (250 x 4,096, K 375) 0.0425 -> 0.0345; bench.milp_skew_hunt 0.966 of the distance in the
-# geometric mean (carrier-dest-hour 4,096 key groups 64n K100 0.057 -> 0.026, below its best known plan). Not
-# under cost budgets alone: there they gave 0.988-1.004 of the distance (4 better, 4 worse of the campaign's),
-# the tree kicks' finding too.
+# geometric mean (carrier-dest-hour 4,096 key groups 64n K100 0.057 -> 0.026, below its best known plan). Only
+# where the count budget K is at least the staying nodes n: on 79 large count-budget snapshots of the skew campaign
+# (seeds 13000-13249, 2 seeds each) the distance was 0.924 of before in the geometric mean at K / n >= 1.5, 0.988
+# at 1-1.5, 1.002 at 0.5-1 (2 better, 3 worse; flights-year 40n K30 0.097 -> 0.104) and 1.000 below: with fewer
+# migrations than nodes a forest built anew lands few nodes, and the tree kicks already re-partition the small
+# trees around the worst node. Not under cost budgets alone: there they gave 0.988-1.004 of the distance (4
+# better, 4 worse of the campaign's), the tree kicks' finding too.
 RESTART_BAND = (0.25, 1.15)
 RESTART_TIME_SHARE = (0.05, 0.5)
 RESTART_PRIOR = 0.3
@@ -907,10 +911,13 @@ class _Rounds:
         self.seen: set[int] = set()  # hashes of the plans the perturbations' descents passed through
         self.counts_for_stall = True
         self.restarts = False  # whether perturbations may restart (RESTART_SHARE): on tiny models
-        # Band restarts (RESTART_BAND): under a count budget, where the band repair applies to the current placement
-        # (no movable unit on a draining node: those must leave first, the descent's business), not on tiny models.
-        self.band_restarts = instance.max_migrations is not None and not bool(
-            (~instance.active[start[instance.movable]]).any()
+        # Band restarts (RESTART_BAND): under a count budget of at least a migration per staying node, where the band
+        # repair applies to the current placement (no movable unit on a draining node: those must leave first, the
+        # descent's business), not on tiny models.
+        self.band_restarts = (
+            instance.max_migrations is not None
+            and instance.max_migrations >= int(instance.active.sum())
+            and not bool((~instance.active[start[instance.movable]]).any())
         )
         self.restart_s = self.kick_s = 0.0  # perturbation time in band restarts / in the other perturbations
         self.restart_wins = self.kick_wins = 0  # their rounds that improved the best plan
