@@ -180,6 +180,18 @@ def test_perturbation_repairs_equal_the_reference(
     assert seen_fast == seen_reference
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(searches=pairs(), good_enough=st.sampled_from([0.0, 0.0, 1.0]))
+def test_pair_balance_equals_the_reference(
+    searches: tuple[LocalSearch, LocalSearch], good_enough: float
+) -> None:
+    """Pairs re-partitioned exactly (number partitioning): the same splits, in the same order, with or without
+    kernels.scan_pairs (the reference adds each pair's sums in the units' order, as the kernel does)."""
+    fast, reference = searches
+    assert fast.pair_balance(np.inf, good_enough) == reference.pair_balance(np.inf, good_enough)
+    _same(fast, reference)
+
+
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
 )

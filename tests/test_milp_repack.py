@@ -133,6 +133,7 @@ def test_pair_balance_checks_its_deadline_between_pairs(monkeypatch: pytest.Monk
     instance = _skewed_without_budget(200, 1_000)
     problem, _, start = search_problem(instance)
     search = LocalSearch(problem, problem.current, start)
+    search.kernels = None  # the numpy code (the compiled scan: the test below)
     clock = SimpleNamespace(perf_counter=lambda: 0.0)
     monkeypatch.setattr(local_search, "time", clock)
     pairs: list[tuple[int, int]] = []
@@ -146,3 +147,39 @@ def test_pair_balance_checks_its_deadline_between_pairs(monkeypatch: pytest.Monk
     monkeypatch.setattr(LocalSearch, "_best_split", first_pair_ends_the_slice)
     search.pair_balance(0.5)
     assert len(pairs) == 1
+
+
+def test_the_compiled_pair_scan_checks_its_deadline_between_calls_of_bounded_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The compiled scan goes through a node's partners in one call: on 2,000 nodes that would be 0.1-0.2 s of
+    # splits. A call stops after PAIR_WORK splits (the pairs it has begun), and the deadline is checked between
+    # calls: on a clock that passes the deadline during the first call, no second call is made.
+    local_search.warm_up()
+    instance = _skewed_without_budget(200, 1_000)
+    problem, _, start = search_problem(instance)
+    search = LocalSearch(problem, problem.current, start)
+    assert search.kernels is not None
+    clock = SimpleNamespace(perf_counter=lambda: 0.0)
+    monkeypatch.setattr(local_search, "time", clock)
+    calls: list[object] = []
+    scan_pairs = search.kernels.scan_pairs
+
+    def first_call_ends_the_slice(*args: object) -> tuple[int, bool, np.ndarray, np.ndarray]:
+        clock.perf_counter = lambda: 1.0
+        calls.append(args[2])
+        return scan_pairs(*args)  # type: ignore[no-any-return]
+
+    search.kernels = SimpleNamespace(**vars(search.kernels))
+    search.kernels.scan_pairs = first_call_ends_the_slice
+    search.pair_balance(0.5)
+    assert len(calls) == 1
+    # A call of the work of one pair scans one pair, whatever it finds (the bound on a call's work).
+    order = search.active_nodes[np.argsort(-np.abs(search.util[search.active_nodes] - search.mean))]
+    for first in range(1, 40):
+        position, found, _, _ = scan_pairs(
+            int(order[0]), order, first, local_search.PAIR_UNITS, local_search.TOLERANCE, search.assignment,
+            search.movable, search.share, search.capacity, search.util, search.mean, float(search.cap_limit),
+            *search._budget_args(), 1,
+        )  # fmt: skip
+        assert position == (first if found else first + 1)

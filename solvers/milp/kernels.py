@@ -1266,6 +1266,141 @@ def least_after(
     return order.shape[0]
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def best_split(
+    x: int,
+    y: int,
+    units: np.ndarray,
+    now: float,
+    tolerance: float,
+    assignment: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    mean: float,
+    cap_limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+) -> int:
+    """LocalSearch._best_split's choice of a split of `units` between nodes x and y (bit j of a split: unit j on
+    y): the index of the split of least larger deviation, ties by fewer migrations, then the first; -1 when none
+    lowers the pair's larger deviation `now` by more than `tolerance` within the cap and the budget. Every sum
+    runs over the units in their order from 0.0, as the numpy code's do."""
+    k = len(units)
+    on_x = 0.0
+    on_y = 0.0
+    total = 0.0
+    moved_before = 0
+    cost_before = 0.0
+    for j in range(k):
+        unit = units[j]
+        total += share[unit]
+        if assignment[unit] == y:
+            on_y += share[unit]
+        else:
+            on_x += share[unit]
+        if counts[unit] and assignment[unit] != original[unit]:
+            moved_before += 1
+            cost_before += state[unit]
+    rest_x = util[x] - on_x / capacity[x]
+    rest_y = util[y] - on_y / capacity[y]
+    best = -1
+    best_worst = 0.0
+    best_moves = 0
+    for split in range(1 << k):
+        to_y = 0.0
+        for j in range(k):
+            to_y += share[units[j]] if (split >> j) & 1 else 0.0
+        util_x = rest_x + (total - to_y) / capacity[x]
+        util_y = rest_y + to_y / capacity[y]
+        worst = max(abs(util_x - mean), abs(util_y - mean))
+        if not worst < now - tolerance:
+            continue
+        if not (util_x <= cap_limit or util_x <= util[x]) or not (util_y <= cap_limit or util_y <= util[y]):
+            continue
+        moved = 0
+        cost = 0.0
+        for j in range(k):
+            unit = units[j]
+            dest = y if (split >> j) & 1 else x
+            migrated = counts[unit] and dest != original[unit]
+            moved += 1 if migrated else 0
+            cost += state[unit] if migrated else 0.0
+        delta_n = moved - moved_before
+        if used_moves + delta_n > max_moves:
+            continue
+        if costed and used_cost + (cost - cost_before) > cost_limit:
+            continue
+        if best < 0 or worst < best_worst or (worst == best_worst and delta_n < best_moves):
+            best, best_worst, best_moves = split, worst, delta_n
+    return best
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_pairs(
+    x: int,
+    partners: np.ndarray,
+    first: int,
+    pair_units: int,
+    small: float,
+    assignment: np.ndarray,
+    movable: np.ndarray,
+    share: np.ndarray,
+    capacity: np.ndarray,
+    util: np.ndarray,
+    mean: float,
+    cap_limit: float,
+    counts: np.ndarray,
+    original: np.ndarray,
+    state: np.ndarray,
+    costed: bool,
+    used_moves: int,
+    max_moves: int,
+    used_cost: float,
+    cost_limit: float,
+    work: int,
+) -> tuple[int, bool, np.ndarray, np.ndarray]:
+    """LocalSearch.pair_balance's partners of node x from partners[first:] on, until a pair has an improving split
+    (best_split, on the pair's `pair_units` largest units, x's then y's units ascending, as the numpy code orders
+    them) or the pairs scanned have had `work` splits (at least one pair: the caller checks its deadline between
+    calls). Returns the position of that partner and True with the split's units and their nodes; or the position
+    to go on from and False; or -1 and False once every partner is scanned or a pair's larger deviation is at most
+    `small` (the partners come by deviation)."""
+    none = np.empty(0, np.int64)
+    mine = units_on(x, assignment, movable)
+    done = 0
+    for position in range(first, len(partners)):
+        if done >= work:
+            return position, False, none, none
+        y = partners[position]
+        now = max(abs(util[x] - mean), abs(util[y] - mean))
+        if now <= small:
+            return -1, False, none, none
+        units = np.concatenate((mine, units_on(y, assignment, movable)))
+        if len(units) > pair_units:
+            units = units[np.argsort(-share[units], kind="mergesort")[:pair_units]]
+        if not len(units):
+            continue
+        done += 1 << len(units)
+        tolerance = small * max(1.0, abs(mean), abs(util[x]), abs(util[y]))
+        split = best_split(
+            x, y, units, now, tolerance, assignment, share, capacity, util, mean, cap_limit,
+            counts, original, state, costed, used_moves, max_moves, used_cost, cost_limit,
+        )  # fmt: skip
+        if split >= 0:
+            dest = np.empty(len(units), np.int64)
+            for j in range(len(units)):
+                dest[j] = y if (split >> j) & 1 else x
+            return position, True, units, dest
+    return -1, False, none, none
+
+
 def compile_all() -> None:
     """Compile every kernel for the types the search passes (or load it from the on-disk cache): a call of each on
     a two-node, two-unit plan. The search passes exactly these types (C-contiguous int64, float64 and bool arrays,
@@ -1297,6 +1432,7 @@ def compile_all() -> None:
         (fund_pairs, (i, i, f, f, i, i, f, i, i, f, f, i, f, i, i, f, b, 1.0, 2.0, 1.0, 8)),
         (funds_of, (i, i, i, i, f, f, f, f, b, b, 1.0, 1.0, 2.0, 3)),
         (least_after, (i, f, f.copy(), f, 1.0, i.copy())),
+        (scan_pairs, (0, i, 0, 12, 1e-9, i, b, f, f, f, 1.0, 2.0, *budget, 1 << 16)),
     ]
     for kernel, args in calls:
         kernel(*args)

@@ -46,6 +46,9 @@ FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair:
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 PAIR_UNITS = 12  # units of two nodes re-partitioned exactly by pair_balance (2^12 splits), the largest
 PAIR_SPLITS = 20_000  # re-partitions of one pair_balance call at most
+PAIR_WORK = (
+    1 << 16
+)  # splits one compiled scan of pairs evaluates at most (~1 ms) before the deadline is checked
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
 # units_on by the kernels' scan of the assignment (~1 ns a unit) up to this many units, the index beyond
 UNITS_SCANNED = 65_536
@@ -234,6 +237,23 @@ def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
 
 
 _SPLITS: dict[int, BoolArray] = {}
+
+
+def _ordered_sum(values: FloatArray) -> float:
+    """The sum of `values` added in their order from 0.0 (numpy's sum adds in pairs beyond 8 values)."""
+    total = 0.0
+    for value in values.tolist():
+        total += value
+    return total
+
+
+def _split_sums(masks: BoolArray, values: FloatArray) -> FloatArray:
+    """Per row of `masks`, the sum of the `values` it marks, added in their order from 0.0 (0.0 added where a value is
+    not marked; a matrix product's order of additions is the BLAS library's)."""
+    sums = np.zeros(len(masks))
+    for j, value in enumerate(values.tolist()):
+        sums += np.where(masks[:, j], value, 0.0)
+    return sums
 
 
 def _split_masks(n: int) -> BoolArray:
@@ -1786,6 +1806,25 @@ class LocalSearch:
             for first, x in enumerate(order.tolist()):
                 if time.perf_counter() > deadline:
                     break
+                if self.kernels is not None:
+                    # The same pairs and splits, the partners scanned by compiled calls of PAIR_WORK splits at
+                    # most (~1 ms; the deadline checked between them): ~1 us a pair of a few units, where the
+                    # numpy code below costs ~50 us.
+                    position = first + 1
+                    while position >= 0 and splits < PAIR_SPLITS and time.perf_counter() <= deadline:
+                        position, found, units, dest = self.kernels.scan_pairs(
+                            x, order, position, PAIR_UNITS, TOLERANCE, self.assignment, self.movable, share,
+                            self.capacity, self.util, mean, float(self.cap_limit), *self._budget_args(), PAIR_WORK,
+                        )  # fmt: skip
+                        if not found:
+                            continue
+                        moves = zip(units.tolist(), dest.tolist(), strict=True)
+                        self.apply([(unit, node) for unit, node in moves if self.assignment[unit] != node])
+                        splits += 1
+                        if good_enough > 0.0 and self.key()[0] <= good_enough:
+                            return splits
+                        position += 1
+                    continue
                 for y in order[first + 1 :].tolist():
                     # (the deadline per pair too: a pair's 4,096 splits take ~0.1 ms, and on 2,000 nodes one x's
                     # partners took 0.5 s past a repacked start's slice of 50 ms)
@@ -1817,10 +1856,11 @@ class LocalSearch:
         on_y = _split_masks(len(units))  # (2^n, n): unit j on y in split i
         sizes = self.share[units]
         was_y = self.assignment[units] == y
-        rest_x = self.util[x] - float(sizes[~was_y].sum()) / capacity[x]
-        rest_y = self.util[y] - float(sizes[was_y].sum()) / capacity[y]
-        to_y = on_y @ sizes
-        util_x = rest_x + (float(sizes.sum()) - to_y) / capacity[x]
+        # Every sum over the units in their order from 0.0 (kernels.best_split's, so both choose the same split)
+        rest_x = self.util[x] - _ordered_sum(sizes[~was_y]) / capacity[x]
+        rest_y = self.util[y] - _ordered_sum(sizes[was_y]) / capacity[y]
+        to_y = _split_sums(on_y, sizes)
+        util_x = rest_x + (_ordered_sum(sizes) - to_y) / capacity[x]
         util_y = rest_y + to_y / capacity[y]
         worst = np.maximum(np.abs(util_x - mean), np.abs(util_y - mean))
         # a gain beyond the rounding of utilizations this large (a split and its reverse never both look better)
@@ -1841,7 +1881,7 @@ class LocalSearch:
         ok &= self.used_moves + delta_n <= self.max_moves
         if self.costed:
             state = self.state[units]
-            delta_c = migrated @ state - float(state[migrated_before].sum())
+            delta_c = _split_sums(migrated, state) - _ordered_sum(state[migrated_before])
             ok &= self.used_cost + delta_c <= self.cost_limit
         candidates = _indices(ok)
         if not len(candidates):
