@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from solvers.instance import AssignmentInstance
-from solvers.milp import solve
-from solvers.milp import local_search
+from solvers.milp import local_search, solve
 from solvers.milp.local_search import LocalSearch
 
 
