@@ -62,12 +62,7 @@ RESIDUAL_GAP = 0.001
 # seen 0.54 where the descent of another start reached 0.32). Small snapshots stop as before (0.01-0.02 points).
 RESIDUAL_GAP_MAX = 0.02
 # The pair-balanced start (number partitioning): at most this many staying nodes, and movable units per staying node.
-# 64 nodes while the pair scan was numpy (1.6 s for 5,569 splits); compiled (kernels.scan_pairs, 30x cheaper) 256:
-# on 97 snapshots of 80-250 staying nodes without a hot unit (number-partitioning families of 1.5-10 units a node,
-# and bench.milp_campaign's skew and random ones where the start newly runs), 1 s calls: geometric mean 0.912 of the
-# distance, 24 better, 8 worse (the worse within 0.017 points, the better up to 0.69 -> 0.08). A round of pairs
-# is quadratic in the nodes; the scan checks the deadline between calls of bounded work.
-PAIR_START_NODES = 256
+PAIR_START_NODES = 64
 PAIR_START_UNITS_PER_NODE = 12
 # Without a budget, a stop on the gap further than this above the bound first checks the baselines' plans (points;
 # see solve_milp's floor_check).
