@@ -14,8 +14,15 @@ from hypothesis import strategies as st
 
 from bench.milp_campaign import snapshot
 from solvers.instance import AssignmentInstance
+from solvers.milp import local_search
 from solvers.milp.local_search import LocalSearch
 from solvers.milp.solve import pair_start_pays, solve_milp
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _compiled_kernels() -> None:
+    # Measured with the compiled pair scan and descent, as the service runs them (it warms up before any request).
+    local_search.warm_up()
 
 
 @pytest.mark.parametrize(("seed", "at_most"), [(3094, 0.4), (2044, 0.12)])
@@ -35,10 +42,12 @@ def test_number_partitioning_with_draining_nodes_leaves_the_descents_local_optim
     # start and the repacked start spent 0.25 s in pair re-partitions (~50 us a pair in numpy), and each
     # perturbation's descent fell back into the plan it was kicked from. Now the pairs are scanned by a compiled
     # kernel (~1 us a pair) and the perturbations' trials get pair re-partitions too (PAIR_REPAIR_S).
+    # Measured 0.067-0.094 on an idle machine, 0.308 once in a fresh-clone suite on a loaded one (36 perturbation
+    # rounds): the bound sits between that and the stuck 0.578.
     instance = snapshot(12419)
     assert pair_start_pays(instance)
     plan = solve_milp(instance, time_limit_s=1.0)
-    assert instance.load_distance(plan.assignment) <= 0.3
+    assert instance.load_distance(plan.assignment) <= 0.45
 
 
 def test_the_time_of_the_starts_does_not_lengthen_the_full_models_slices() -> None:
