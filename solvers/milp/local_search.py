@@ -46,9 +46,8 @@ FILL_NODES = 64  # destinations (under nodes) tried per step of the band repair:
 FILL_UNITS = 64  # units of a landing size tried per under node and step of the band repair
 PAIR_UNITS = 12  # units of two nodes re-partitioned exactly by pair_balance (2^12 splits), the largest
 PAIR_SPLITS = 20_000  # re-partitions of one pair_balance call at most
-PAIR_WORK = (
-    1 << 16
-)  # splits one compiled scan of pairs evaluates at most (~1 ms) before the deadline is checked
+# splits one compiled scan of pairs evaluates at most (~1 ms) before the deadline is checked
+PAIR_WORK = 1 << 16
 SEEN_PLANS = 1_000_000  # plans remembered by the descents of one call at most (a 64-bit hash each: ~80 MB)
 # units_on by the kernels' scan of the assignment (~1 ns a unit) up to this many units, the index beyond
 UNITS_SCANNED = 65_536
