@@ -170,6 +170,11 @@ class AssignmentInstance:
         """Units that migrate: placed before and on another node now (a first placement is not a migration)."""
         return np.asarray((self.current >= 0) & (assignment != self.current), dtype=np.bool_)
 
+    @property
+    def budgeted(self) -> bool:
+        """Whether migrations are limited at all (a count or a state-size budget)."""
+        return self.max_migrations is not None or self.max_migration_cost is not None
+
     def within_budget(self, assignment: IntArray) -> bool:
         moved = self.migration_mask(assignment)
         if self.max_migrations is not None and int(moved.sum()) > self.max_migrations:

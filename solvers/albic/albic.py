@@ -99,7 +99,7 @@ class Grouping:
 
 def migration_share(instance: AssignmentInstance) -> FloatArray | None:
     """Each key group's share of the real migration budget (budget = 1), or None without a budget."""
-    if instance.max_migrations is None and instance.max_migration_cost is None:
+    if not instance.budgeted:
         return None
     share = np.zeros(instance.n_units)
     if instance.max_migrations is not None:

@@ -287,7 +287,7 @@ class SpreadRepair:
         """Budget check of each candidate: the migrations it adds (both units of a swap together)."""
         st = self.st
         inst = st.instance
-        if inst.max_migrations is None and inst.max_migration_cost is None:
+        if not inst.budgeted:
             return np.ones(len(node_p), dtype=bool)
         d_count = np.zeros(len(node_p))
         d_cost = np.zeros(len(node_p))

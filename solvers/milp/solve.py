@@ -63,6 +63,10 @@ RESIDUAL_GAP = 0.001
 RESIDUAL_GAP_MAX = 0.02
 # The pair-balanced start (number partitioning): at most this many staying nodes, and movable units per staying node.
 PAIR_START_NODES = 64
+# Without a budget, up to this many staying nodes (a round of pairs is quadratic in them; the compiled scan checks the
+# deadline between calls of bounded work). Not under a budget: at 256 nodes the start's round took the band
+# restarts' time on skew 12522 (250 x 2,048, K 625: 0.0657 -> 0.085-0.135 points at 1 s).
+PAIR_START_NODES_UNBUDGETED = 256
 PAIR_START_UNITS_PER_NODE = 12
 # Without a budget, a stop on the gap further than this above the bound first checks the baselines' plans (points;
 # see solve_milp's floor_check).
@@ -294,11 +298,7 @@ def solve_milp(
             else "no budget: every unit leaves the draining nodes (they fit only with every movable unit placed "
             "anew, largest first; then searched)"
         )
-    elif (
-        asked.max_migrations is None
-        and asked.max_migration_cost is None
-        and (asked.movable & asked.on_draining).any()
-    ):
+    elif not asked.budgeted and (asked.movable & asked.on_draining).any():
         kept = asked.movable & asked.draining[start]
         notes.append(
             "no budget: not every unit of the draining nodes fits on the staying nodes; the search starts with the "
@@ -478,7 +478,7 @@ def solve_milp(
         (bench.milp_campaign --family skew seed 11342, 16 x 128 K40; and 1 of 400 snapshots of the throughput
         bench, 10 x 100 K10: 1.8102 against 1.8028), and the check costs those snapshots nothing measurable
         (5.73 -> 5.66-5.81 ms a call in two runs: 370 of 400 are proven, and the rest are few)."""
-        budgeted = instance.max_migrations is not None or instance.max_migration_cost is not None
+        budgeted = instance.budgeted
         if meets(lower) or (not budgeted and best.key[0] - lower <= FLOOR_CHECK_GAP):
             return
         for name, solver in floor_baselines:
@@ -633,7 +633,7 @@ def search_problem(
     without a node fits nowhere."""
     current = instance.current
     leaving = instance.movable & instance.on_draining
-    if instance.max_migrations is None and instance.max_migration_cost is None and leaving.any():
+    if not instance.budgeted and leaving.any():
         largest_first = np.flatnonzero(leaving)
         largest_first = largest_first[np.argsort(-instance.load[largest_first], kind="stable")]
 
@@ -794,11 +794,11 @@ def floor_plan(
 
 def pair_start_pays(instance: AssignmentInstance) -> bool:
     """Whether the pair-balanced start runs: few units a node (a pair's units all re-partitioned, on average) on at
-    most PAIR_START_NODES staying nodes (a round of pairs is quadratic in them), no resource caps."""
+    most PAIR_START_NODES staying nodes (PAIR_START_NODES_UNBUDGETED without a budget), no resource caps."""
     n_active = int(instance.active.sum())
     return (
         not instance.resource_names
-        and 2 <= n_active <= PAIR_START_NODES
+        and 2 <= n_active <= (PAIR_START_NODES if instance.budgeted else PAIR_START_NODES_UNBUDGETED)
         and int(instance.movable.sum()) <= PAIR_START_UNITS_PER_NODE * n_active
     )
 
@@ -941,13 +941,9 @@ class _Rounds:
         self.second_chain = True  # whether a second chain may run (solve_milp's `second_chain`)
         self.chain: SecondChain | None = None  # the second perturbation chain, seen from either process
         self.chain_wins = 0  # (parent) plans of the second chain that became the best plan
-        # Tree kicks (TREE_KICK): under count budgets without draining nodes, where they were measured to help.
         # Pair re-partitions after a perturbation's descent (PAIR_REPAIR_S): without a budget, where the pair start runs.
-        self.pair_repair = (
-            instance.max_migrations is None
-            and instance.max_migration_cost is None
-            and pair_start_pays(instance)
-        )
+        self.pair_repair = not instance.budgeted and pair_start_pays(instance)
+        # Tree kicks (TREE_KICK): under count budgets without draining nodes, where they were measured to help.
         self.tree_kicks = (
             instance.max_migrations is not None
             and instance.max_migration_cost is None
@@ -1046,7 +1042,7 @@ class _Rounds:
         fill |= stalled or band_restart
         # Without a budget there is no forest of migrations to re-partition; and the units sorted by size (once,
         # O(units log units): 30 ms at 250,000) must fit before the deadline.
-        fill &= inst.max_migrations is not None or inst.max_migration_cost is not None
+        fill &= inst.budgeted
         fill &= self.by_size is not None or time.perf_counter() + 20 * self.setup_s < self.deadline
         # Units back on a draining node must leave it first: the descent's business (the band repair only lands
         # staying nodes, and measured with 5 draining nodes it spent the budget elsewhere: 1.80 -> 1.99).

@@ -315,7 +315,7 @@ def repair(cluster: Cluster, ranges: Ranges, deadline: float, remember_unmovable
     candidates = candidates[cluster.assignment[candidates] != UNPLACED]
     tol = _tolerance(ranges, cluster)
     unmovable = _Unmovable(len(cluster.capacity)) if remember_unmovable else None
-    budgeted = inst.max_migrations is not None or inst.max_migration_cost is not None
+    budgeted = inst.budgeted
     steps = 0
     # the nodes the last step touched, and whether it freed budget
     last: tuple[tuple[int, ...], bool] | None = None
