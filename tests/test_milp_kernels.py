@@ -231,6 +231,37 @@ def test_funded_moves_equal_the_reference(searches: tuple[LocalSearch, LocalSear
             break
 
 
+@SETTINGS
+@given(searches=pairs(), twins=st.sampled_from([0, 1, 3, 3, 5]), seed=st.integers(0, 1000))
+def test_twin_exchanges_equal_the_reference(
+    searches: tuple[LocalSearch, LocalSearch], twins: int, seed: int
+) -> None:
+    """The twins of migrations under a cost budget (kernels.twins_of, one scan of the units, against the
+    reference's loop over the migrations): the same pairs in the same order, for every migration, for a random
+    subset in random order, and for every unit as if migrated (homes draining or not, twins tied in load); then
+    the candidates built from them and the descent, equal."""
+    fast, reference = searches
+    assume(fast.costed)
+    rng = np.random.default_rng(seed)
+    migrated = np.flatnonzero(fast.migrated_mask()).astype(np.int64)
+    everyone = np.arange(len(fast.assignment), dtype=np.int64)
+    subsets = [migrated, rng.permutation(migrated)[: int(rng.integers(0, len(migrated) + 1))], everyone]
+    with patch.object(local_search, "TWINS", twins):
+        for subset in subsets:
+            got, expected = fast._twin_pairs(subset), reference._twin_pairs(subset)
+            assert all(
+                a.tobytes() == b.tobytes() and a.dtype == b.dtype for a, b in zip(got, expected, strict=True)
+            )
+        deviation = fast.util[fast.active_nodes] - fast.mean
+        position = int(np.argmax(np.abs(deviation)))
+        d = float(abs(deviation[position]))
+        units, dests = reference._moves(int(fast.active_nodes[position]), bool(deviation[position] > 0))
+        assert fast._twin_candidates(units, dests, d) == reference._twin_candidates(units, dests, d)
+    fast.descend(np.inf, 60)
+    reference.descend(np.inf, 60)
+    _same(fast, reference)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

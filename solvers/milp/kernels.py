@@ -1041,6 +1041,72 @@ INSIDE, LONG_LISTS, NO_MOVE, CANDIDATES = 0, 1, 2, 3  # band_step's statuses
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def twins_of(
+    migrated: np.ndarray,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    movable: np.ndarray,
+    counts: np.ndarray,
+    staying: np.ndarray,
+    share: np.ndarray,
+    state: np.ndarray,
+    twins: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """LocalSearch._twin_candidates' pairs: per migration of `migrated` (in its order) whose home stays, the `twins`
+    units at home there, movable, counted and cheaper in state, closest to it in load (|share difference|), ties by
+    index, as the reference's stable sort. Returns (the migrations, repeated; their twins). One scan of the units
+    (a counting sort by home) where the reference listed each home's units once per migration."""
+    if twins <= 0:
+        return migrated[:0].copy(), migrated[:0].copy()
+    n_nodes = len(staying)
+    homes = np.zeros(n_nodes, dtype=np.bool_)
+    for r in migrated:
+        if original[r] >= 0 and staying[original[r]]:
+            homes[original[r]] = True
+    start = np.zeros(n_nodes + 1, dtype=np.int64)
+    for w in range(len(assignment)):
+        node = assignment[w]
+        if node >= 0 and movable[w] and counts[w] and node == original[w] and homes[node]:
+            start[node + 1] += 1
+    for node in range(n_nodes):
+        start[node + 1] += start[node]
+    at_home = np.empty(start[n_nodes], dtype=np.int64)
+    fill = start[:n_nodes].copy()
+    for w in range(len(assignment)):
+        node = assignment[w]
+        if node >= 0 and movable[w] and counts[w] and node == original[w] and homes[node]:
+            at_home[fill[node]] = w
+            fill[node] += 1
+    pairs_r = np.empty(twins * len(migrated), dtype=np.int64)
+    pairs_w = np.empty(twins * len(migrated), dtype=np.int64)
+    kept = np.empty(max(twins, 1), dtype=np.int64)
+    gaps = np.empty(max(twins, 1))
+    k = 0
+    for r in migrated:
+        home = original[r]
+        if home < 0 or not staying[home]:
+            continue
+        n_kept = 0
+        for position in range(start[home], start[home + 1]):
+            w = at_home[position]
+            if not state[w] < state[r] or w == r:
+                continue
+            gap = abs(share[w] - share[r])
+            if n_kept == twins and not gap < gaps[n_kept - 1]:
+                continue  # (the later of equal gaps loses: the stable order)
+            slot = n_kept if n_kept < twins else twins - 1
+            while slot > 0 and gaps[slot - 1] > gap:
+                kept[slot], gaps[slot] = kept[slot - 1], gaps[slot - 1]
+                slot -= 1
+            kept[slot], gaps[slot] = w, gap
+            n_kept = min(n_kept + 1, twins)
+        for j in range(n_kept):
+            pairs_r[k], pairs_w[k] = r, kept[j]
+            k += 1
+    return pairs_r[:k], pairs_w[:k]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def funds_of(
     migrated: np.ndarray,
     routes: np.ndarray,
@@ -1431,6 +1497,7 @@ def compile_all() -> None:
         (band_step, (f, 1.0, 64, 1.0, 1e-9, b, i, b, True, f, f, 2.0, f, i, 64, *budget)),
         (fund_pairs, (i, i, f, f, i, i, f, i, i, f, f, i, f, i, i, f, b, 1.0, 2.0, 1.0, 8)),
         (funds_of, (i, i, i, i, f, f, f, f, b, b, 1.0, 1.0, 2.0, 3)),
+        (twins_of, (i, i, i, b, b, b, f, f, 3)),
         (least_after, (i, f, f.copy(), f, 1.0, i.copy())),
         (scan_pairs, (0, i, 0, 12, 1e-9, i, b, f, f, f, 1.0, 2.0, *budget, 1 << 16)),
     ]
