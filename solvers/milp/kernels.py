@@ -1041,6 +1041,30 @@ INSIDE, LONG_LISTS, NO_MOVE, CANDIDATES = 0, 1, 2, 3  # band_step's statuses
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _units_at_home(
+    homes: np.ndarray, assignment: np.ndarray, original: np.ndarray, movable: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The movable, counted units at home on the nodes of `homes`, grouped by node in index order (a counting
+    sort: the stable argsort): node v's are at_home[start[v]:start[v + 1]]."""
+    n_nodes = len(homes)
+    start = np.zeros(n_nodes + 1, dtype=np.int64)
+    for w in range(len(assignment)):
+        node = assignment[w]
+        if node >= 0 and movable[w] and counts[w] and node == original[w] and homes[node]:
+            start[node + 1] += 1
+    for node in range(n_nodes):
+        start[node + 1] += start[node]
+    at_home = np.empty(start[n_nodes], dtype=np.int64)
+    fill = start[:n_nodes].copy()
+    for w in range(len(assignment)):
+        node = assignment[w]
+        if node >= 0 and movable[w] and counts[w] and node == original[w] and homes[node]:
+            at_home[fill[node]] = w
+            fill[node] += 1
+    return start, at_home
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def twins_of(
     migrated: np.ndarray,
     assignment: np.ndarray,
@@ -1058,25 +1082,11 @@ def twins_of(
     (a counting sort by home) where the reference listed each home's units once per migration."""
     if twins <= 0:
         return migrated[:0].copy(), migrated[:0].copy()
-    n_nodes = len(staying)
-    homes = np.zeros(n_nodes, dtype=np.bool_)
+    homes = np.zeros(len(staying), dtype=np.bool_)
     for r in migrated:
         if original[r] >= 0 and staying[original[r]]:
             homes[original[r]] = True
-    start = np.zeros(n_nodes + 1, dtype=np.int64)
-    for w in range(len(assignment)):
-        node = assignment[w]
-        if node >= 0 and movable[w] and counts[w] and node == original[w] and homes[node]:
-            start[node + 1] += 1
-    for node in range(n_nodes):
-        start[node + 1] += start[node]
-    at_home = np.empty(start[n_nodes], dtype=np.int64)
-    fill = start[:n_nodes].copy()
-    for w in range(len(assignment)):
-        node = assignment[w]
-        if node >= 0 and movable[w] and counts[w] and node == original[w] and homes[node]:
-            at_home[fill[node]] = w
-            fill[node] += 1
+    start, at_home = _units_at_home(homes, assignment, original, movable, counts)
     pairs_r = np.empty(twins * len(migrated), dtype=np.int64)
     pairs_w = np.empty(twins * len(migrated), dtype=np.int64)
     kept = np.empty(max(twins, 1), dtype=np.int64)
@@ -1126,25 +1136,10 @@ def funds_of(
     """LocalSearch._funds before its final sort: the refunds of `migrated`, then per route (in its order) the
     `twins` cheapest twin exchanges that alone stay inside `limit` (a stable order by state within the route's
     home units in index order, as the reference's lexsort), with the reference's operations."""
-    n_nodes = len(util)
-    homes = np.zeros(n_nodes, dtype=np.bool_)
+    homes = np.zeros(len(util), dtype=np.bool_)
     for r in routes:
         homes[original[r]] = True
-    # units at home on the routes' homes, grouped by node in index order (a counting sort: the stable argsort)
-    start = np.zeros(n_nodes + 1, dtype=np.int64)
-    for w in range(len(assignment)):
-        node = assignment[w]
-        if movable[w] and counts[w] and node == original[w] and homes[node]:
-            start[node + 1] += 1
-    for node in range(n_nodes):
-        start[node + 1] += start[node]
-    at_home = np.empty(start[n_nodes], dtype=np.int64)
-    fill = start[:n_nodes].copy()
-    for w in range(len(assignment)):
-        node = assignment[w]
-        if movable[w] and counts[w] and node == original[w] and homes[node]:
-            at_home[fill[node]] = w
-            fill[node] += 1
+    start, at_home = _units_at_home(homes, assignment, original, movable, counts)
     total = len(migrated) + twins * len(routes)
     fund_x = np.empty(total, dtype=np.int64)
     fund_h = np.empty(total, dtype=np.int64)
