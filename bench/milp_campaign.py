@@ -41,6 +41,16 @@ from solvers.instance import AssignmentInstance
 from solvers.milp import solve_milp, warm_up
 
 
+def capacities(rng: np.random.Generator, n: int) -> np.ndarray:
+    """The nodes' capacities: all equal, mixed 1x/2x/4x, or random in 30-400 (one draw picks which)."""
+    kind = rng.choice(["same", "mixed", "random"])
+    if kind == "same":
+        return np.full(n, 100.0)
+    if kind == "mixed":
+        return np.array([100.0 * [1, 2, 4][i % 3] for i in range(n)])
+    return rng.uniform(30, 400, n).round(1)
+
+
 def snapshot(seed: int) -> AssignmentInstance:
     """A random snapshot of many kinds (the campaign's generator): node counts 2-150, Zipf, lognormal, integer,
     tied, hot and sparse loads, equal, mixed and random capacities, contiguous, random and skewed placements, units
@@ -65,13 +75,7 @@ def snapshot(seed: int) -> AssignmentInstance:
         load = rng.uniform(0, 1, u) * (rng.random(u) < 0.3)
     else:
         load = rng.uniform(0.1, 2, u)
-    capacities = rng.choice(["same", "mixed", "random"])
-    if capacities == "same":
-        cap = np.full(n, 100.0)
-    elif capacities == "mixed":
-        cap = np.array([100.0 * [1, 2, 4][i % 3] for i in range(n)])
-    else:
-        cap = rng.uniform(30, 400, n).round(1)
+    cap = capacities(rng, n)
     utilization = rng.choice([0.2, 0.5, 0.8, 0.95])
     if load.sum() > 0:
         load = load / load.sum() * cap.sum() * utilization

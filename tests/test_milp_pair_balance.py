@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.milp_campaign import snapshot
+from bench.milp_campaign import capacities, snapshot
 from solvers.instance import AssignmentInstance
 from solvers.milp import local_search
 from solvers.milp.local_search import LocalSearch
@@ -59,13 +59,7 @@ def _many_nodes_few_units(seed: int) -> AssignmentInstance:
     n = int(rng.choice([80, 100, 128, 160, 200, 250]))
     u = max(2, int(n * rng.uniform(1.5, 10.0)))
     rng.lognormal(0, rng.uniform(0.3, 2.0), u)  # (the draws of the wider family these seeds come from)
-    kind = rng.choice(["same", "mixed", "random"])
-    if kind == "same":
-        cap = np.full(n, 100.0)
-    elif kind == "mixed":
-        cap = np.array([100.0 * [1, 2, 4][i % 3] for i in range(n)])
-    else:
-        cap = rng.uniform(30, 400, n).round(1)
+    cap = capacities(rng, n)
     draining = np.zeros(n, dtype=bool)
     if rng.random() < 0.4:
         draining[rng.choice(n, max(1, int(n * rng.uniform(0.05, 0.3))), replace=False)] = True
