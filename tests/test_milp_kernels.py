@@ -343,6 +343,45 @@ def test_insertion_sort_equals_the_stable_argsort(values: list[float]) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
+    values=st.lists(st.sampled_from([-1.0, 0.0, -0.0, 0.5, 2.0, 1e300, -1e-300]), min_size=1, max_size=200),
+    count=st.integers(1, 80),
+)
+def test_least_nodes_equal_the_stable_argsort(values: list[float], count: int) -> None:
+    """The band repair's least utilized nodes (kernels.least_of, the insertion sort or a merge sort beyond
+    `count`): local_search._lowest's, ties in index order."""
+    array = np.array(values, dtype=np.float64)
+    index = np.sort(
+        np.random.default_rng(len(values)).permutation(len(values))[: max(1, len(values) // 2 + 1)]
+    )
+    expected = local_search._lowest(index.astype(np.int64), array, count)
+    assert np.array_equal(compiled.least_of(array, index.astype(np.int64), count), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    score=st.lists(st.sampled_from([0.0, 1.0, 2.0, 1e-12, 3.0]), min_size=2, max_size=40),
+    seed=st.integers(0, 1000),
+    landing=st.booleans(),
+    costed=st.booleans(),
+    draw=st.floats(0.0, 1.0, exclude_max=True),
+)
+def test_band_repair_choice_equals_the_quantile_rule(
+    score: list[float], seed: int, landing: bool, costed: bool, draw: float
+) -> None:
+    """kernels.fill_pick: of the best scores (within the tolerance when not landing), under a cost budget those at
+    or below np.quantile's lower quartile of their cost changes, the one at `draw`."""
+    scores = np.array(score)
+    delta_c = np.random.default_rng(seed).integers(0, 4, len(scores)).astype(np.float64)
+    top = np.flatnonzero(scores >= scores.max() - (0.0 if landing else local_search.TOLERANCE))
+    if costed and len(top) > 1:
+        assert compiled.lower_quartile(delta_c[top]) == np.quantile(delta_c[top], 0.25)
+        top = top[delta_c[top] <= np.quantile(delta_c[top], 0.25)]
+    expected = top[int(draw * len(top))]
+    assert compiled.fill_pick(landing, scores, delta_c, local_search.TOLERANCE, costed, draw) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
     gain=st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 1e-12, 1e12]), min_size=1, max_size=60),
     seed=st.integers(0, 1000),
 )

@@ -964,7 +964,45 @@ def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def band_step(
+def least_of(values: np.ndarray, index: np.ndarray, count: int) -> np.ndarray:
+    """The `count` entries of `index` of least values[index], in order, ties in the order of `index`
+    (index[np.argsort(values[index], kind="stable")[:count]]): the insertion sort for the few dozen nodes of most
+    band repairs, a merge sort beyond."""
+    if len(index) <= count:
+        return least_first(values, index)
+    return index[np.argsort(values[index], kind="mergesort")[:count]]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def lower_quartile(values: np.ndarray) -> float:
+    """np.quantile(values, 0.25) (linear; at least two values), as local_search._lower_quartile computes it."""
+    virtual = (len(values) - 1) * 0.25
+    below = int(virtual)
+    weight = virtual - below
+    ordered = np.sort(values)
+    a, b = ordered[below], ordered[below + 1]
+    step = b - a
+    return a + step * weight if weight < 0.5 else b - step * (1 - weight)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def fill_pick(
+    landing: bool, score: np.ndarray, delta_c: np.ndarray, tolerance: float, costed: bool, draw: float
+) -> int:
+    """fill_band's choice among a step's candidates: of the best scores (landing: the most nodes landed; else the
+    most excess taken off, within the tolerance), under a cost budget the cheapest quarter, the one at `draw`
+    (a uniform number in [0, 1)) of them, in candidate order."""
+    best = score.max() - (0.0 if landing else tolerance)
+    top = np.flatnonzero(score >= best)
+    if costed and len(top) > 1:
+        cheapest = lower_quartile(delta_c[top])
+        top = top[delta_c[top] <= cheapest]
+    return top[int(draw * len(top))]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def fill_steps(
+    draws: np.ndarray,
     util: np.ndarray,
     mean: float,
     fill_nodes: int,
@@ -988,56 +1026,68 @@ def band_step(
     max_moves: int,
     used_cost: float,
     cost_limit: float,
-) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A whole fill_band step up to its draw, in one call: band_state, the node lists (when each has at most
-    `fill_nodes` nodes, kept whole and sorted stably; else status LONG_LISTS and the caller sorts them as numpy
-    does), scan_fill landing and, when no move lands a node, scan_fill taking excess off. Returns (status: INSIDE,
-    every node inside the band; LONG_LISTS; NO_MOVE, no giving unit or destination; CANDIDATES; whether they land,
-    and scan_fill's scores, cost changes, units and destinations)."""
-    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
-    r, out, n_out, below, under = band_state(util, mean, staying, all_staying, band)
-    if n_out == 0:
-        return INSIDE, True, empty_f, empty_f, empty_i, empty_i
-    if len(below) > fill_nodes or len(under) > fill_nodes:
-        return LONG_LISTS, True, empty_f, empty_f, empty_i, empty_i
-    dests, under = least_first(r, below), least_first(r, under)
-    for landing in (True, False):
-        going, score, delta_c, units, moved_to = scan_fill(
-            landing,
-            dests,
-            under,
-            r,
-            out,
-            band,
-            tolerance,
-            movable,
-            assignment,
-            staying,
-            all_staying,
-            share,
-            capacity,
-            util,
-            cap_limit,
-            sizes,
-            by_size,
-            fill_units,
-            counts,
-            original,
-            state,
-            costed,
-            used_moves,
-            max_moves,
-            used_cost,
-            cost_limit,
-        )
-        if not going:
-            return NO_MOVE, landing, empty_f, empty_f, empty_i, empty_i
-        if len(score) or not landing:
-            return CANDIDATES, landing, score, delta_c, units, moved_to
-    return CANDIDATES, False, empty_f, empty_f, empty_i, empty_i  # not reached: the loop returns
-
-
-INSIDE, LONG_LISTS, NO_MOVE, CANDIDATES = 0, 1, 2, 3  # band_step's statuses
+) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray, int, float]:
+    """Up to len(draws) steps of LocalSearch.fill_band, each move applied in place (assignment, util) as `apply`
+    does, one draw per step: band_state, the least utilized destinations and under nodes (least_of), scan_fill
+    landing and, when no move lands a node, scan_fill taking excess off, fill_pick. Returns (the steps taken,
+    whether the repair ended: every node inside the band, no giving unit or destination, or no candidate; the
+    moved units, the nodes they left and reached, in order; the budget used after them)."""
+    moved = np.empty(len(draws), np.int64)
+    left = np.empty(len(draws), np.int64)
+    reached = np.empty(len(draws), np.int64)
+    for step in range(len(draws)):
+        r, out, n_out, below, under = band_state(util, mean, staying, all_staying, band)
+        if n_out == 0:
+            return step, True, moved, left, reached, used_moves, used_cost
+        dests = least_of(r, below, fill_nodes)
+        under = least_of(r, under, fill_nodes)
+        chosen = -1
+        landing = True
+        score, delta_c = np.empty(0), np.empty(0)
+        units, moved_to = np.empty(0, np.int64), np.empty(0, np.int64)
+        for landing in (True, False):
+            going, score, delta_c, units, moved_to = scan_fill(
+                landing,
+                dests,
+                under,
+                r,
+                out,
+                band,
+                tolerance,
+                movable,
+                assignment,
+                staying,
+                all_staying,
+                share,
+                capacity,
+                util,
+                cap_limit,
+                sizes,
+                by_size,
+                fill_units,
+                counts,
+                original,
+                state,
+                costed,
+                used_moves,
+                max_moves,
+                used_cost,
+                cost_limit,
+            )
+            if not going:
+                return step, True, moved, left, reached, used_moves, used_cost
+            if len(score):
+                chosen = fill_pick(landing, score, delta_c, tolerance, costed, draws[step])
+                break
+        if chosen < 0:
+            return step, True, moved, left, reached, used_moves, used_cost
+        unit, dest = units[chosen], moved_to[chosen]
+        source, before, after = move_unit(unit, dest, assignment, util, share, capacity, counts, original)
+        used_moves += int(after) - int(before)
+        if costed:
+            used_cost += (state[unit] if after else 0.0) - (state[unit] if before else 0.0)
+        moved[step], left[step], reached[step] = unit, source, dest
+    return len(draws), False, moved, left, reached, used_moves, used_cost
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1489,7 +1539,10 @@ def compile_all() -> None:
         (scan_legs, (2, i, i, i, i, *evaluation, 1.0, *budget)),
         (rank_by_efficiency, (i, f, f, 16)),
         (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
-        (band_step, (f, 1.0, 64, 1.0, 1e-9, b, i, b, True, f, f, 2.0, f, i, 64, *budget)),
+        (least_of, (f, i, 64)),
+        (lower_quartile, (f,)),
+        (fill_pick, (True, f, f, 1e-9, False, 0.5)),
+        (fill_steps, (f, f.copy(), 1.0, 64, 1.0, 1e-9, b, i.copy(), b, True, f, f, 2.0, f, i, 64, *budget)),
         (fund_pairs, (i, i, f, f, i, i, f, i, i, f, f, i, f, i, i, f, b, 1.0, 2.0, 1.0, 8)),
         (funds_of, (i, i, i, i, f, f, f, f, b, b, 1.0, 1.0, 2.0, 3)),
         (twins_of, (i, i, i, b, b, b, f, f, 3)),

@@ -228,6 +228,12 @@ def _fund_pairs(
     return worst, chosen
 
 
+def _lowest(index: IntArray, value: FloatArray, count: int) -> IntArray:
+    """The `count` entries of `index` with the smallest `value`, in order, ties in the order of `index`
+    (kernels.least_of)."""
+    return index[value[index].argsort(kind="stable")[:count]]
+
+
 def _smallest(index: IntArray, value: FloatArray, count: int) -> IntArray:
     """The `count` entries of `index` with the smallest `value`, in order (argpartition first: index may be long)."""
     if len(index) > count:
@@ -1566,48 +1572,15 @@ class LocalSearch:
             by_size = _indices(self.movable)
             by_size = by_size[np.argsort(share[by_size], kind="stable")]
         sizes = share[by_size]
-        for _ in range(max_steps):
+        # One uniform draw per step, drawn at once (the kernels take them in one call): a step takes the
+        # candidate at its draw among the equal best.
+        draws = rng.random(max_steps)
+        if self.kernels is not None:
+            self._fill_compiled(band, deadline, draws, sizes, by_size)
+            return
+        for draw in draws.tolist():
             if time.perf_counter() > deadline:
                 return
-            if self.kernels is not None:  # the same step through the kernels
-                status, landing, score, delta_c, units, dests = self.kernels.band_step(
-                    self.util,
-                    float(self.mean),
-                    FILL_NODES,
-                    float(band),
-                    TOLERANCE,
-                    self.movable,
-                    self.assignment,
-                    staying,
-                    all_staying,
-                    share,
-                    capacity,
-                    float(self.cap_limit),
-                    sizes,
-                    by_size,
-                    FILL_UNITS,
-                    *self._budget_args(),
-                )
-                if status != self.kernels.LONG_LISTS:
-                    if status != self.kernels.CANDIDATES or not self._fill_choose(
-                        landing, score, delta_c, units, dests, rng
-                    ):
-                        return
-                    continue
-                r, out, n_out, below, under = self.kernels.band_state(
-                    self.util, float(self.mean), staying, all_staying, float(band)
-                )
-                if not n_out:
-                    return
-                dests, under = self._least_nodes(below, r), self._least_nodes(under, r)
-                moved = self._fill_compiled(True, dests, under, r, out, band, rng, sizes, by_size)
-                if moved is None:
-                    return
-                if not moved and not self._fill_compiled(
-                    False, dests, under, r, out, band, rng, sizes, by_size
-                ):
-                    return
-                continue
             # without draining nodes every node stays: the masks by `staying` are no-ops (skipped: numpy calls)
             if all_staying:
                 r = self.util - self.mean
@@ -1617,7 +1590,7 @@ class LocalSearch:
                 out = staying & (np.abs(r) > band)
             if not out.any():
                 return
-            dests = _smallest(_indices(r < band if all_staying else staying & (r < band)), r, FILL_NODES)
+            dests = _lowest(_indices(r < band if all_staying else staying & (r < band)), r, FILL_NODES)
             giving = r[self.assignment] > -band
             units = _indices(
                 self.movable & giving if all_staying else self.movable & staying[self.assignment] & giving
@@ -1629,7 +1602,7 @@ class LocalSearch:
             # under node inside the band, from any node that may give it
             lands = out[where] & (np.abs(r[where] - points / capacity[where]) <= band)
             parts = [_pairs(units[lands], dests)]
-            under = _smallest(_indices(out & (r < 0)), r, FILL_NODES)
+            under = _lowest(_indices(out & (r < 0)), r, FILL_NODES)
             if len(under):
                 # per under node, the units of a size that lands it (at most FILL_UNITS, the closest to the
                 # exact fit): a window of the units sorted by size, not units x nodes (100,000 units at scale)
@@ -1646,7 +1619,7 @@ class LocalSearch:
                 if not all_staying:
                     keep &= staying[self.assignment[picked]]
                 parts.append((picked[keep], targets[keep]))
-            if self._fill_step(parts, r, out, band, rng, landing=True):
+            if self._fill_step(parts, r, out, band, draw, landing=True):
                 continue
             # none lands a node: the move that takes the most excess over the band off the most utilized node or
             # onto the least utilized one (and pushes no node out of the band)
@@ -1655,15 +1628,8 @@ class LocalSearch:
             if len(under):
                 givers = units[r[where] > 0]
                 parts.append((givers, np.full(len(givers), under[0], dtype=np.int64)))
-            if not self._fill_step(parts, r, out, band, rng, landing=False):
+            if not self._fill_step(parts, r, out, band, draw, landing=False):
                 return
-
-    def _least_nodes(self, nodes: IntArray, r: FloatArray) -> IntArray:
-        """_smallest(nodes, r, FILL_NODES) (the kernels' stable insertion sort when all of them are kept)."""
-        assert self.kernels is not None
-        if len(nodes) <= FILL_NODES:
-            return self.kernels.least_first(r, nodes)
-        return _smallest(nodes, r, FILL_NODES)
 
     def _mine(self, node: int) -> IntArray:
         """units_on(node) by the kernels' scan of the assignment (up to UNITS_SCANNED units: beyond, the index)."""
@@ -1673,70 +1639,66 @@ class LocalSearch:
         return self.units_on(node)
 
     def _fill_compiled(
-        self,
-        landing: bool,
-        dests: IntArray,
-        under: IntArray,
-        r: FloatArray,
-        out: BoolArray,
-        band: float,
-        rng: np.random.Generator,
-        sizes: FloatArray,
-        by_size: IntArray,
-    ) -> bool | None:
-        """A step of fill_band through the kernel (the same candidates, the same draw): whether it moved; None
-        when there is no giving unit or no destination (the band repair ends)."""
-        assert self.kernels is not None
-        counts, original, state, *budget = self._budget_args()
-        going, score, delta_c, units, dests_ = self.kernels.scan_fill(
-            landing,
-            dests,
-            under,
-            r,
-            out,
-            float(band),
-            TOLERANCE,
-            self.movable,
-            self.assignment,
-            self.staying,
-            self.all_staying,
-            self.share,
-            self.capacity,
-            self.util,
-            float(self.cap_limit),
-            sizes,
-            by_size,
-            FILL_UNITS,
-            counts,
-            original,
-            state,
-            *budget,
-        )
-        if not going:
-            return None
-        return self._fill_choose(landing, score, delta_c, units, dests_, rng)
+        self, band: float, deadline: float, draws: FloatArray, sizes: FloatArray, by_size: IntArray
+    ) -> None:
+        """fill_band through the kernels (the same steps and draws): kernels.fill_steps in chunks, the deadline
+        checked between them (a chunk is sized to end well within the time left, from the steps' measured cost),
+        the budget, the plan hash and the arrivals index brought up to date after each."""
+        kernels = self.kernels
+        assert kernels is not None
+        counts, original, state, costed, *_ = self._budget_args()
+        done, chunk = 0, 1
+        while done < len(draws):
+            started = time.perf_counter()
+            if started > deadline:
+                return
+            taken, ended, units, sources, dests, used_moves, used_cost = kernels.fill_steps(
+                draws[done : done + chunk],
+                self.util,
+                float(self.mean),
+                FILL_NODES,
+                float(band),
+                TOLERANCE,
+                self.movable,
+                self.assignment,
+                self.staying,
+                self.all_staying,
+                self.share,
+                self.capacity,
+                float(self.cap_limit),
+                sizes,
+                by_size,
+                FILL_UNITS,
+                counts,
+                original,
+                state,
+                costed,
+                self.used_moves,
+                int(self.max_moves),
+                float(self.used_cost),
+                float(self.cost_limit),
+            )
+            self.used_moves, self.used_cost = int(used_moves), float(used_cost)
+            self._moved(units[:taken], sources[:taken], dests[:taken])
+            done += taken
+            if ended:
+                return
+            # the next chunk: a quarter of the time left at the steps' cost so far, 1-64 steps
+            per_step = (time.perf_counter() - started) / max(taken, 1)
+            chunk = int(np.clip(0.25 * (deadline - time.perf_counter()) / max(per_step, 1e-9), 1, 64))
 
-    def _fill_choose(
-        self,
-        landing: bool,
-        score: FloatArray,
-        delta_c: FloatArray,
-        units: IntArray,
-        dests: IntArray,
-        rng: np.random.Generator,
-    ) -> bool:
-        """_fill_step's choice among the candidates scan_fill kept (False when there are none)."""
-        if not len(score):
-            return False
-        top = _indices(score >= score.max() - (0.0 if landing else TOLERANCE))
-        if self.costed and len(top) > 1:
-            # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
-            top = top[delta_c[top] <= _lower_quartile(delta_c[top])]
-        # _fill_step's draw: a permutation of as many candidates (the same shuffle of an int64 array of that
-        # length, whatever its values), of which the first is taken (no resource caps under the kernels)
-        first = int(top[rng.permutation(len(top))[0]])
-        self.apply([(int(units[first]), int(dests[first]))])
-        return True
+    def _moved(self, units: IntArray, sources: IntArray, dests: IntArray) -> None:
+        """The plan hash and the arrivals index after moves the kernels applied (in their order)."""
+        n_nodes = self.inst.n_nodes
+        for unit, source, dest in zip(units.tolist(), sources.tolist(), dests.tolist(), strict=True):
+            if self._plan_hash is not None:
+                self._plan_hash += _placement_key(unit, dest, n_nodes) - _placement_key(unit, source, n_nodes)
+                self._plan_hash &= _MASK
+            if self._indexed:
+                self._arrived.setdefault(dest, []).append(unit)
+                self._arrivals += 1
+        if self._indexed and self._arrivals > max(1024, len(self._by_node) // 4):
+            self._index()
 
     def _fill_step(
         self,
@@ -1744,12 +1706,14 @@ class LocalSearch:
         r: FloatArray,
         out: BoolArray,
         band: float,
-        rng: np.random.Generator,
+        draw: float,
         landing: bool,
     ) -> bool:
         """One move of fill_band among candidate (unit, destination) pairs: with `landing`, one that lands the most
-        nodes inside the band (at random among the equal), else the one that takes the most excess off; never one
-        that pushes more nodes out than it lands. False when none fits (budget, cap, resources)."""
+        nodes inside the band, else the one that takes the most excess off, among the equal the one at `draw` (a
+        uniform number in [0, 1)) in candidate order (kernels.fill_pick); never one that pushes more nodes out than
+        it lands. With resource caps, the equal ones after it (cyclically) while it does not fit them, at most
+        RESOURCE_TRIES. False when none fits (budget, cap, resources)."""
         if not parts:
             return False
         share, capacity = self.share, self.capacity
@@ -1785,7 +1749,8 @@ class LocalSearch:
         if self.costed and len(best) > 1:
             # under a cost budget the cheapest quarter of the equal moves (state is the budget the trees need)
             best = best[delta_c <= _lower_quartile(delta_c)]
-        order = rng.permutation(best)
+        first = int(draw * len(best))
+        order = np.roll(best, -first)
         for i in order[:RESOURCE_TRIES].tolist():
             if self.resources.fits(int(units[i]), int(dests[i])):
                 self.apply([(int(units[i]), int(dests[i]))])
