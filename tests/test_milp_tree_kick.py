@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers.instance import AssignmentInstance
-from solvers.milp import solve
-from solvers.milp.local_search import LocalSearch
+from solvers.milp import kernels, solve
+from solvers.milp.local_search import LocalSearch, warm_up
 
 
 def _forest_instance(loads: list[float], homes: list[int], n: int) -> AssignmentInstance:
@@ -77,6 +77,21 @@ def test_a_tree_kick_takes_distinct_migrations_up_to_its_size(
     assert len(kicked) == min(size, len(migrated))
     assert len(set(kicked.tolist())) == len(kicked)
     assert set(kicked.tolist()) <= set(migrated.tolist())
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), n=st.integers(2, 12), size=st.integers(1, 40))
+def test_the_compiled_tree_kick_takes_the_references_edges(data: st.DataObject, n: int, size: int) -> None:
+    """kernels.tree_edges against solve._tree_edges: the same edges in the same order (several trees, restarts,
+    edges between the same nodes both ways, a seed node with no edge)."""
+    edges = data.draw(st.integers(0, 30))
+    src = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=edges, max_size=edges)), dtype=np.int64)
+    shift = data.draw(st.lists(st.integers(1, n - 1), min_size=edges, max_size=edges))
+    dst = (src + np.array(shift, dtype=np.int64)) % n  # a migration never ends where it began
+    seed = data.draw(st.integers(0, n - 1))
+    warm_up()
+    compiled = kernels.tree_edges(src, dst, seed, size, n)
+    assert compiled.tolist() == solve._tree_edges(src, dst, seed, size).tolist()
 
 
 def test_tree_kicks_find_the_plans_random_kicks_miss(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -964,6 +964,62 @@ def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def tree_edges(src: np.ndarray, dst: np.ndarray, seed: int, size: int, n_nodes: int) -> np.ndarray:
+    """solve._tree_edges in one call (the same edges in the same order): `size` of the edges (src[e], dst[e]),
+    breadth first over the forest they form from node `seed`, each node's edges in index order, then from the
+    source of the first edge not taken yet, until `size` are taken or none is left."""
+    n_edges = len(src)
+    # each node's edges in index order (compressed rows)
+    starts = np.zeros(n_nodes + 1, np.int64)
+    for e in range(n_edges):
+        starts[src[e] + 1] += 1
+        starts[dst[e] + 1] += 1
+    for node in range(n_nodes):
+        starts[node + 1] += starts[node]
+    edges = np.empty(starts[n_nodes], np.int64)
+    filled = starts[:n_nodes].copy()
+    for e in range(n_edges):
+        edges[filled[src[e]]] = e
+        filled[src[e]] += 1
+        if dst[e] != src[e]:
+            edges[filled[dst[e]]] = e
+            filled[dst[e]] += 1
+    taken = np.zeros(n_edges, np.bool_)
+    visited = np.zeros(n_nodes, np.bool_)
+    queue = np.empty(n_nodes + n_edges + 1, np.int64)
+    chosen = np.empty(min(size, n_edges), np.int64)
+    n_chosen = 0
+    first_free = 0
+    while n_chosen < size:
+        visited[seed] = True
+        head, tail = 0, 1
+        queue[0] = seed
+        while head < tail and n_chosen < size:
+            node = queue[head]
+            head += 1
+            for k in range(starts[node], filled[node]):
+                e = edges[k]
+                if taken[e]:
+                    continue
+                taken[e] = True
+                chosen[n_chosen] = e
+                n_chosen += 1
+                if n_chosen >= size:
+                    break
+                other = dst[e] if src[e] == node else src[e]
+                if not visited[other]:
+                    visited[other] = True
+                    queue[tail] = other
+                    tail += 1
+        while first_free < n_edges and taken[first_free]:
+            first_free += 1
+        if first_free == n_edges:
+            break
+        seed = src[first_free]
+    return chosen[:n_chosen]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def least_of(values: np.ndarray, index: np.ndarray, count: int) -> np.ndarray:
     """The `count` entries of `index` of least values[index], in order, ties in the order of `index`
     (index[np.argsort(values[index], kind="stable")[:count]]): the insertion sort for the few dozen nodes of most
@@ -1540,6 +1596,7 @@ def compile_all() -> None:
         (rank_by_efficiency, (i, f, f, 16)),
         (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
         (least_of, (f, i, 64)),
+        (tree_edges, (i, i[::-1].copy(), 0, 1, 2)),
         (lower_quartile, (f,)),
         (fill_pick, (True, f, f, 1e-9, False, 0.5)),
         (fill_steps, (f, f.copy(), 1.0, 64, 1.0, 1e-9, b, i.copy(), b, True, f, f, 2.0, f, i, 64, *budget)),

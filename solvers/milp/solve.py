@@ -1434,7 +1434,15 @@ def _tree_kick(current: LocalSearch, migrated: IntArray, size: int, rng: np.rand
     dst = current.assignment[migrated]
     deviation = np.abs(current.util[current.active_nodes] - current.mean)
     seed = int(current.active_nodes[int(np.argmax(deviation))])
-    taken = np.zeros(len(migrated), dtype=bool)
+    if current.kernels is not None:  # the same edges, one compiled pass (~20 us against ~0.3 ms a kick)
+        return migrated[current.kernels.tree_edges(src, dst, seed, size, current.inst.n_nodes)]
+    return migrated[_tree_edges(src, dst, seed, size)]
+
+
+def _tree_edges(src: IntArray, dst: IntArray, seed: int, size: int) -> IntArray:
+    """`size` of the edges (src[e], dst[e]): breadth first over the forest they form from node `seed`, each node's
+    edges in index order, then from the source of the first edge not taken yet (kernels.tree_edges)."""
+    taken = np.zeros(len(src), dtype=bool)
     chosen: list[int] = []
     visited: set[int] = set()
     while len(chosen) < size:
@@ -1456,4 +1464,4 @@ def _tree_kick(current: LocalSearch, migrated: IntArray, size: int, rng: np.rand
         if not len(rest):
             break
         seed = int(src[rest[0]])
-    return migrated[np.array(chosen, dtype=np.int64)]
+    return np.array(chosen, dtype=np.int64)
