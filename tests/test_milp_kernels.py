@@ -144,6 +144,26 @@ def test_descent_steps_equal_the_reference_with_few_swap_partners(
 
 
 @SETTINGS
+@given(searches=pairs(), near=st.integers(1, 6), migration=st.integers(1, 6))
+def test_descent_steps_equal_the_reference_with_few_near_and_migration_nodes(
+    searches: tuple[LocalSearch, LocalSearch], near: int, migration: int
+) -> None:
+    """NEAR_NODES and MIGRATION_NODES cut to a few nodes, so nearly every step takes the general moves
+    (kernels.far_moves) and their extreme and migration nodes are cut, ties included."""
+    fast, reference = searches
+    with (
+        patch.object(local_search, "NEAR_NODES", near),
+        patch.object(local_search, "MIGRATION_NODES", migration),
+    ):
+        for _ in range(60):
+            took = fast.step()
+            assert took == reference.step()
+            _same(fast, reference)
+            if not took:
+                break
+
+
+@SETTINGS
 @given(searches=pairs(), seed=st.integers(0, 1000), factor=st.floats(0.5, 1.5))
 def test_band_repair_and_descent_equal_the_reference(
     searches: tuple[LocalSearch, LocalSearch], seed: int, factor: float

@@ -964,6 +964,100 @@ def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _extreme_nodes(
+    util: np.ndarray, active_nodes: np.ndarray, exclude: int, lowest: bool, count: int
+) -> np.ndarray:
+    """LocalSearch._extreme_nodes: the `count` least (or most) utilized of `active_nodes` other than `exclude`,
+    ties by index."""
+    nodes = active_nodes[active_nodes != exclude]
+    if len(nodes) <= count:
+        return nodes
+    key = util[nodes] if lowest else -util[nodes]
+    return nodes[np.argsort(key, kind="mergesort")[:count]]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _migration_nodes(
+    homes: bool,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    counts: np.ndarray,
+    staying: np.ndarray,
+    util: np.ndarray,
+    count: int,
+) -> np.ndarray:
+    """LocalSearch._migration_nodes: the staying nodes where migrated units sit (or their homes), at most `count`
+    of them (the least utilized, or with `homes` the most), ties by index."""
+    touched = np.zeros(len(util), np.bool_)
+    for unit in range(len(assignment)):
+        if counts[unit] and assignment[unit] != original[unit]:
+            touched[original[unit] if homes else assignment[unit]] = True
+    nodes = np.flatnonzero(touched & staying)
+    if len(nodes) <= count:
+        return nodes
+    key = -util[nodes] if homes else util[nodes]
+    return nodes[np.argsort(key, kind="mergesort")[:count]]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def far_moves(
+    node: int,
+    over: bool,
+    mine: np.ndarray,
+    active_nodes: np.ndarray,
+    assignment: np.ndarray,
+    original: np.ndarray,
+    counts: np.ndarray,
+    movable: np.ndarray,
+    staying: np.ndarray,
+    util: np.ndarray,
+    near_nodes: int,
+    migration_nodes: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """LocalSearch._moves where the staying nodes are more than `near_nodes` (the same pairs in the same order):
+    over, the worst node's units `mine` to the least utilized nodes and the nodes of migrated units (sorted, unit
+    major), then the refunds home; under, onto it from the most utilized nodes, the homes of migrated units, the
+    draining nodes, its own migrated units and every migrated unit, in unit order."""
+    n_nodes = len(util)
+    if over:
+        near = np.zeros(n_nodes, np.bool_)
+        near[_extreme_nodes(util, active_nodes, node, True, near_nodes)] = True
+        near[_migration_nodes(False, assignment, original, counts, staying, util, migration_nodes)] = True
+        near[node] = False
+        dests = np.flatnonzero(near)
+        n_back = 0
+        for unit in mine:
+            if counts[unit] and original[unit] != node:
+                n_back += 1
+        n_pairs = len(mine) * len(dests)
+        units = np.empty(n_pairs + n_back, np.int64)
+        moved_to = np.empty(n_pairs + n_back, np.int64)
+        k = 0
+        for unit in mine:
+            for dest in dests:
+                units[k], moved_to[k] = unit, dest
+                k += 1
+        for unit in mine:
+            if counts[unit] and original[unit] != node:
+                units[k], moved_to[k] = unit, original[unit]
+                k += 1
+        return units, moved_to
+    source = ~staying
+    source[_extreme_nodes(util, active_nodes, node, False, near_nodes)] = True
+    source[_migration_nodes(True, assignment, original, counts, staying, util, migration_nodes)] = True
+    units = np.empty(len(assignment), np.int64)
+    n = 0
+    for unit in range(len(assignment)):
+        where = assignment[unit]
+        if not movable[unit] or where == node:
+            continue
+        if source[where] or (counts[unit] and (original[unit] == node or where != original[unit])):
+            units[n] = unit
+            n += 1
+    return units[:n], np.full(n, node, np.int64)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def tree_edges(src: np.ndarray, dst: np.ndarray, seed: int, size: int, n_nodes: int) -> np.ndarray:
     """solve._tree_edges in one call (the same edges in the same order): `size` of the edges (src[e], dst[e]),
     breadth first over the forest they form from node `seed`, each node's edges in index order, then from the
@@ -1597,6 +1691,8 @@ def compile_all() -> None:
         (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
         (least_of, (f, i, 64)),
         (tree_edges, (i, i[::-1].copy(), 0, 1, 2)),
+        (far_moves, (0, True, i, i, i, i, b, b, b, f, 64, 256)),
+        (far_moves, (0, False, i[:0], i, i, i, b, b, b, f, 64, 256)),
         (lower_quartile, (f,)),
         (fill_pick, (True, f, f, 1e-9, False, 0.5)),
         (fill_steps, (f, f.copy(), 1.0, 64, 1.0, 1e-9, b, i.copy(), b, True, f, f, 2.0, f, i, 64, *budget)),

@@ -603,8 +603,9 @@ class LocalSearch:
         """The NEAR_NODES least (or most) utilized staying nodes other than `exclude`."""
         nodes = self.active_nodes[self.active_nodes != exclude]
         if len(nodes) > NEAR_NODES:
+            # ties by index (a stable sort, not argpartition's choice): the kernels' far_moves takes the same
             key = self.util[nodes] if lowest else -self.util[nodes]
-            nodes = nodes[np.argpartition(key, NEAR_NODES - 1)[:NEAR_NODES]]
+            nodes = nodes[np.argsort(key, kind="stable")[:NEAR_NODES]]
         return nodes
 
     def _migration_nodes(self, homes: bool) -> IntArray:
@@ -617,7 +618,8 @@ class LocalSearch:
         touched[self.original[migrated] if homes else self.assignment[migrated]] = True
         nodes = _indices(touched & self.staying)
         if len(nodes) > MIGRATION_NODES:
-            nodes = nodes[np.argsort(self.util[nodes] if not homes else -self.util[nodes])[:MIGRATION_NODES]]
+            key = self.util[nodes] if not homes else -self.util[nodes]
+            nodes = nodes[np.argsort(key, kind="stable")[:MIGRATION_NODES]]  # ties by index, as in far_moves
         return nodes
 
     def _moves(self, worst_node: int, over: bool) -> tuple[IntArray, IntArray]:
@@ -767,7 +769,20 @@ class LocalSearch:
                 *budget,
             )
         else:
-            units, dests = self._moves(node, over)
+            units, dests = kernels.far_moves(
+                node,
+                over,
+                self._mine(node) if over else self.assignment[:0],
+                self.active_nodes,
+                self.assignment,
+                self.original,
+                self.counts,
+                self.movable,
+                self.staying,
+                self.util,
+                NEAR_NODES,
+                MIGRATION_NODES,
+            )
             worst, improving, fits, improving_c = kernels.scan_moves(
                 units, dests, self.assignment, *evaluation, limit, *budget
             )
