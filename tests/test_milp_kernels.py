@@ -402,22 +402,40 @@ def test_band_repair_choice_equals_the_quantile_rule(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    gain=st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 1e-12, 1e12]), min_size=1, max_size=60),
+    gain=st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 1e-12, 1e12, 1e23, 1.7e308]), min_size=1, max_size=60),
     seed=st.integers(0, 1000),
 )
 def test_efficiency_ranking_equals_the_lexsort(gain: list[float], seed: int) -> None:
-    """LocalSearch._rank's lexsort under a cost budget, its first RESOURCE_TRIES, ties included."""
+    """LocalSearch._rank under a cost budget (local_search.efficiency_order), its first RESOURCE_TRIES, ties
+    included, and quotients beyond the float range (states of 5e-324 and 1e-300)."""
     rng = np.random.default_rng(seed)
     gains = np.array(gain)
-    delta_c = rng.choice([-2.0, 0.0, 0.0, 1.0, 2.0, 4.0], size=len(gains))
+    delta_c = rng.choice([-2.0, 0.0, 0.0, 1.0, 2.0, 4.0, 5e-324, 1e-300, 2e-300], size=len(gains))
     index = np.sort(rng.choice(len(gains), size=rng.integers(0, len(gains) + 1), replace=False)).astype(
         np.int64
     )
-    cost = delta_c[index]
-    efficiency = np.where(cost > 0, gains[index] / np.where(cost > 0, cost, 1.0), np.inf)
-    expected = index[np.lexsort((-gains[index], -efficiency))][: local_search.RESOURCE_TRIES]
+    with np.errstate(all="raise"):
+        expected = local_search.efficiency_order(index, gains, delta_c)[: local_search.RESOURCE_TRIES]
     ranked = compiled.rank_by_efficiency(index, gains, delta_c, local_search.RESOURCE_TRIES)
     assert np.array_equal(ranked, expected)
+    cost = delta_c[index]
+    with np.errstate(over="ignore"):
+        plain = np.where(cost > 0, gains[index] / np.where(cost > 0, cost, 1.0), np.inf)
+    if np.isfinite(plain[cost > 0]).all():  # no quotient overflows: the plain lexsort's order, as before
+        assert np.array_equal(expected, index[np.lexsort((-gains[index], -plain))])
+
+
+def test_an_overflowing_efficiency_ranks_after_the_free_steps_by_its_true_quotient() -> None:
+    """A gain of 1e23 points over a state of 5e-324 overflows (the fuzz bench's run 15, reproduced 2 Dec: a numpy
+    RuntimeWarning under resource caps, a 500). Free steps first, then the overflowing quotients in their true
+    order (1e300 / 5e-324 above 1e23 / 5e-324 above 1e23 / 1e-300), then the finite ones; no float warning."""
+    gains = np.array([1.0, 1e23, 1e300, 2.0, 1e23, 5.0])
+    delta_c = np.array([1.0, 5e-324, 5e-324, 0.0, 1e-300, 0.5])
+    index = np.arange(6, dtype=np.int64)
+    with np.errstate(all="raise"):
+        order = local_search.efficiency_order(index, gains, delta_c)
+    assert order.tolist() == [3, 2, 1, 4, 5, 0]
+    assert compiled.rank_by_efficiency(index, gains, delta_c, 6).tolist() == [3, 2, 1, 4, 5, 0]
 
 
 @settings(max_examples=200, deadline=None)

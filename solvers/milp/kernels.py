@@ -933,13 +933,23 @@ def scan_legs(
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray, count: int) -> np.ndarray:
-    """LocalSearch._rank under a cost budget, its first `count`: the candidates `index` by gain per unit of state
-    spent (free steps first, as infinitely efficient), then by gain, then in their order (np.lexsort is stable)."""
+    """local_search.efficiency_order's first `count`: the candidates `index` by gain per unit of state spent (free
+    steps first, as infinitely efficient; then paid steps whose quotient overflows, by the quotient scaled by
+    2^-1200), then by gain, then in their order (np.lexsort is stable)."""
     n = len(index)
-    efficiency = np.empty(n)
+    kind = np.empty(n, np.int64)  # 0 free, 1 paid with an overflowing quotient, 2 paid
+    value = np.empty(n)
     for i in range(n):
         cost = delta_c[index[i]]
-        efficiency[i] = gain[index[i]] / cost if cost > 0 else np.inf
+        if cost > 0:
+            value[i] = gain[index[i]] / cost
+            kind[i] = 2
+            if np.isinf(value[i]):
+                value[i] = (gain[index[i]] * 2.0**-600) / (cost * 2.0**600)
+                kind[i] = 1
+        else:
+            value[i] = 0.0
+            kind[i] = 0
     chosen = np.empty(min(count, n), np.int64)  # positions into index, best first (insertion into the top)
     size = 0
     for i in range(n):
@@ -947,8 +957,9 @@ def rank_by_efficiency(index: np.ndarray, gain: np.ndarray, delta_c: np.ndarray,
         at = size
         while at > 0:
             j = chosen[at - 1]
-            better = -efficiency[i] < -efficiency[j] or (
-                -efficiency[i] == -efficiency[j] and -gain[index[i]] < -gain[index[j]]
+            better = kind[i] < kind[j] or (
+                kind[i] == kind[j]
+                and (-value[i] < -value[j] or (-value[i] == -value[j] and -gain[index[i]] < -gain[index[j]]))
             )
             if not better:
                 break

@@ -164,6 +164,27 @@ def _least(values: FloatArray, count: int) -> IntArray:
     return values.argsort(kind="stable")
 
 
+def efficiency_order(index: IntArray, gain: FloatArray, delta_c: FloatArray) -> IntArray:
+    """The candidates `index` best first under a cost budget (LocalSearch._rank, kernels.rank_by_efficiency): by
+    gain per unit of state spent, free steps (delta_c <= 0) first as infinitely efficient, then by gain, then in
+    their order. A paid step whose quotient overflows (a gain of 1e23 points over a state of 5e-324) comes right
+    after the free steps, ranked among its kind by the quotient scaled by 2^-1200 (exact powers of two, so the
+    scaled quotients keep the true order; no float warning). Why: as inf it tied with the free steps, and numpy
+    warned (the fuzz bench's run 15: a 500 under resource caps, where this numpy code runs; reproduced 2 Dec).
+    Without such a quotient the order is the plain lexsort's, as before."""
+    cost, gains = delta_c[index], gain[index]
+    paid = cost > 0
+    with np.errstate(over="ignore"):
+        efficiency = np.where(paid, gains / np.where(paid, cost, 1.0), np.inf)
+    beyond = paid & np.isinf(efficiency)
+    if not beyond.any():
+        return index[np.lexsort((-gains, -efficiency))]
+    kind = np.where(paid, np.where(beyond, 1, 2), 0)  # free, overflowing, finite
+    value = np.where(paid, efficiency, 0.0)
+    value[beyond] = (gains[beyond] * 2.0**-600) / (cost[beyond] * 2.0**600)
+    return index[np.lexsort((-gains, -value, kind))]
+
+
 def _fund_pairs(
     pairs: tuple[IntArray, IntArray, FloatArray, FloatArray, IntArray, IntArray, FloatArray],
     funds: tuple[IntArray, IntArray, FloatArray, FloatArray, IntArray, FloatArray, IntArray, IntArray],
@@ -860,9 +881,7 @@ class LocalSearch:
         spent (refunds and free steps first), so the budget buys the most balance."""
         if self.inst.max_migration_cost is None:
             return _smallest(index, -gain, RESOURCE_TRIES)
-        cost = delta_c[index]
-        efficiency = np.where(cost > 0, gain[index] / np.where(cost > 0, cost, 1.0), np.inf)
-        return index[np.lexsort((-gain[index], -efficiency))]
+        return efficiency_order(index, gain, delta_c)
 
     def shave(self, deadline: float, max_steps: int) -> None:
         """Largest-load-first as a start (Xing et al.'s LLF, budget-aware): units on draining nodes leave first,
