@@ -33,7 +33,6 @@ from service.settings import Settings
 from solvers.instance import AssignmentInstance, Plan
 from solvers.plan_check import check_plan
 from tests.conftest import PLAN, assert_problem, make_snapshot
-from tests.test_fuzz_service import MainThreadClient
 
 
 def test_the_flux_tie_of_issue_9_answers(client: TestClient) -> None:
@@ -441,20 +440,17 @@ COST_RANK_OVERFLOW = {
 }
 
 
-@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # (as the fuzz: a float warning is a 500)
 def test_a_cost_ranking_beyond_the_float_range_under_resource_caps_is_not_a_500() -> None:
-    # Driven as uvicorn drives the app (its main thread), as the fuzz test is: a float warning is an error there.
-    client = MainThreadClient(create_app(Settings()))
-    try:
-        response = client.post(
-            PLAN,
-            content=json.dumps(COST_RANK_OVERFLOW).encode(),
-            headers={"content-type": "application/json"},
-        )
-    finally:
-        client.close()
-    assert response.status_code == 200, response.text
-    assert check_plan(COST_RANK_OVERFLOW, response.json()) == []
+    from service import planning
+
+    answer = planning.plan_task(
+        Settings(),
+        planning.PlanJob(json.dumps(COST_RANK_OVERFLOW).encode(), time.monotonic()),
+        lambda deadline: None,
+    )
+    assert answer.status == 200, answer.body[:300]
+    assert check_plan(COST_RANK_OVERFLOW, json.loads(answer.body)) == []
 
 
 def test_a_request_whose_post_solve_work_cannot_fit_is_422_naming_time_limit_s(

@@ -171,7 +171,9 @@ def efficiency_order(index: IntArray, gain: FloatArray, delta_c: FloatArray) -> 
     after the free steps, ranked among its kind by the quotient scaled by 2^-1200 (exact powers of two, so the
     scaled quotients keep the true order; no float warning). Why: as inf it tied with the free steps, and numpy
     warned (the fuzz bench's run 15: a 500 under resource caps, where this numpy code runs; reproduced 2 Dec).
-    Without such a quotient the order is the plain lexsort's, as before."""
+    Without such a quotient the order is the plain lexsort's, as before. Not bounds.log_ratio, which _pair_fit
+    uses for the same overflow: this order must equal the kernel's bit for bit, and numba's log and numpy's may
+    differ in the last bit, where the scaled quotient is one IEEE division in both."""
     cost, gains = delta_c[index], gain[index]
     paid = cost > 0
     with np.errstate(over="ignore"):
