@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 from unittest.mock import patch
 
 import numpy as np
@@ -169,6 +171,25 @@ def test_both_backends_through_the_service(client: TestClient, backend: str) -> 
     assert check_plan(body, plan) == []
     assert plan["after"]["load_distance"] <= plan["before"]["load_distance"]
     assert plan["migrations"] <= 6
+
+
+def test_a_highs_child_slow_to_start_does_not_carry_the_call_past_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh-clone CI run (2 Dec) answered 503 "Deadline exceeded" on 6 x 60 with backend highs and time_limit_s 2:
+    the HiGHS child (a new interpreter) was given the solver's deadline plus 5 s, so a child slow to import ran
+    past the service's hard deadline (time_limit_s + 1 s). Here every child takes 4 s to start: the call still ends
+    within its limit (plus the service's slack), with the heuristic plan."""
+    slow_python = tmp_path / "slow_python"
+    slow_python.write_text(f'#!/bin/sh\nsleep 4\nexec "{sys.executable}" "$@"\n')
+    slow_python.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(slow_python))
+    inst = madsen_cluster(6, 60, max_migrations=6, seed=1)
+    started = time.perf_counter()
+    plan = solve_milp(inst, backend="highs", time_limit_s=2.0)
+    assert time.perf_counter() - started < 2.0 + 1.0
+    assert inst.load_distance(plan.assignment) < inst.load_distance(inst.current)
+    assert int(inst.migration_mask(plan.assignment).sum()) <= 6
 
 
 def test_a_node_resource_no_unit_uses_is_no_error() -> None:

@@ -16,6 +16,10 @@ import numpy as np
 
 from solvers.milp.model import BackendResult, MoveModel
 
+# What the child may run past the deadline it was given (HiGHS stopping at its limit, the answer pickled): a small
+# part of the service's deadline slack (1 s past time_limit_s), and within solve.DEADLINE_MARGIN from 0.5 s up.
+CHILD_GRACE_S = 0.05
+
 
 def solve_highs(
     model: MoveModel,
@@ -59,7 +63,11 @@ def solve_highs(
             [sys.executable, "-m", "solvers.pulp_highs"],
             input=pickle.dumps(payload),
             capture_output=True,
-            timeout=max(1.0, deadline - time.perf_counter() + 5.0),
+            # The child's own clock starts after its interpreter has started and imported PuLP (0.4 s here, more
+            # on a cold or loaded machine), so only this timeout bounds the call: the deadline plus a grace for
+            # HiGHS to stop and pickle its answer, never more (it was the deadline plus 5 s, and a child slow to
+            # start ran past the service's hard deadline: a 503 instead of the heuristic plan, 2 Dec).
+            timeout=max(0.0, deadline - time.perf_counter()) + CHILD_GRACE_S,
             check=True,
         )
     except (subprocess.TimeoutExpired, subprocess.CalledProcessError):
