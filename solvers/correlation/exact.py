@@ -43,10 +43,14 @@ class ExactParameters:
     windows: IntArray  # the windows whose peaks count (where the cluster stays within its capacity)
 
 
+def _clamped_floor(value: float, upper: int) -> int:
+    """`value` rounded down, at most `upper` (inf included)."""
+    return upper if not value < upper else math.floor(value)
+
+
 def _clamped_units(points: float, upper: int) -> int:
     """`points` in integer units of 1/SCALE points, rounded down, at most `upper` (inf included)."""
-    units = points * SCALE
-    return upper if not units < upper else math.floor(units)
+    return _clamped_floor(points * SCALE, upper)
 
 
 def exact_spread_repair(
@@ -89,15 +93,22 @@ def exact_spread_repair(
     x = {(u, j): model.new_bool_var(f"x{u}_{j}") for u in range(len(units)) for j in range(n)}
     for u in range(len(units)):
         model.add_exactly_one(x[u, j] for j in range(n))
-    upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
+    mean_terms = _exact_mean_terms(
+        state.series[units], fixed, state.capacity[staying], params.max_spread, cap
+    )
+    if mean_terms is not None:
+        w_mean, f_mean, spread, cap_units = mean_terms
+        upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
+    else:
+        upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
+        # A spread or a cap above every node's largest mean cannot bind: clamped there, so that each stays an int64
+        # (seen by the fuzz bench, 30 Nov: a draining node of capacity 1e-6 made the validator's cap 1.7e22 points
+        # and CP-SAT refused the constraint, a 500).
+        spread = _clamped_units(params.max_spread, upper_mean + slack) - slack
+        if spread < 0:
+            return None
+        cap_units = _clamped_units(cap, upper_mean + slack) - slack // 2 - 1
     lo = model.new_int_var(0, upper_mean, "lo")
-    # A spread or a cap above every node's largest mean cannot bind: clamped there, so that each stays an int64
-    # (seen by the fuzz bench, 30 Nov: a draining node of capacity 1e-6 made the validator's cap 1.7e22 points and
-    # CP-SAT refused the constraint, a 500).
-    spread = _clamped_units(params.max_spread, upper_mean + slack) - slack
-    if spread < 0:
-        return None
-    cap_units = _clamped_units(cap, upper_mean + slack) - slack // 2 - 1
     overloaded = []
     # A window's load may reach 100 % exactly (overloaded means above it). Where the loads and capacities are
     # multiples of one step (counts: the common case), the windows are modelled in those steps, exactly
@@ -155,6 +166,44 @@ def exact_spread_repair(
     for u, unit in enumerate(units.tolist()):
         out[unit] = int(staying[next(j for j in range(n) if solver.boolean_value(x[u, j]))])
     return out
+
+
+def _exact_mean_terms(
+    unit_series: FloatArray, fixed: FloatArray, capacity: FloatArray, max_spread: float, cap: float
+) -> tuple[IntArray, IntArray, int, int] | None:
+    """The mean utilizations exactly in integers when every load, fixed sum and capacity is a multiple of one step:
+    (w[u, j], f[j], spread, cap) with node j's mean utilization times k x Q equal to sum_u w[u, j] x[u, j] + f[j]
+    (k windows, Q the lcm of the capacities in steps), and the spread bound and the cap in the same units, rounded
+    down (the sums are integers, so that is exact). None otherwise, or when the sums could leave float precision.
+
+    Seen (2 Dec 2026): the rounded model tightened the spread by the worst rounding error of a node's sum
+    (units + 1 units of 1e-4 points), so a plan whose spread is exactly max_spread (integer loads, capacities 50 and
+    100: means 25 and 20 points) was outside it, and with max_spread 0 the model was never built: the repair ended
+    2 points over max_spread 5 where such a plan existed (a fresh-random hypothesis run found one 15 points over
+    where the paper's plan met the bound)."""
+    values = np.concatenate([unit_series.ravel(), fixed.ravel(), capacity])
+    step = integer_step(values)
+    if step is None:
+        return None
+    cap_steps = np.rint(capacity / step)
+    if not cap_steps.max() < 2**31 or cap_steps.min() < 1:
+        return None
+    q = math.lcm(*(int(c) for c in cap_steps.tolist()))
+    per_node = np.array([q // int(c) for c in cap_steps.tolist()], dtype=np.float64)  # Q / C_j
+    unit_sum = np.rint(unit_series / step).sum(axis=1)  # (U,): a unit's load over all windows, in steps
+    fixed_sum = np.rint(fixed / step).sum(axis=1)  # (n,)
+    k = unit_series.shape[1]
+    largest = 100.0 * (unit_sum.sum() + fixed_sum.max(initial=0.0)) * per_node.max() + 1.0
+    if not largest < 2**52 or not float(k) * q < 2**52:
+        return None
+    w = (100.0 * unit_sum[:, None] * per_node[None, :]).astype(np.int64)
+    f = (100.0 * fixed_sum * per_node).astype(np.int64)
+    scale = float(k) * q  # points -> these units
+    upper = int(largest) + 1
+    # (1 + 1e-12): a bound given as a decimal (5.0 x 3 x 2) lands on its integer despite the product's float noise.
+    spread = _clamped_floor(max_spread * scale * (1 + 1e-12), upper)
+    cap_units = _clamped_floor(cap * scale * (1 + 1e-12), upper)
+    return w, f, spread, cap_units
 
 
 def _exact_window_terms(
