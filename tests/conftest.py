@@ -18,6 +18,8 @@ from service.settings import Settings
 # (HYPOTHESIS_PROFILE=ci, set by .ci/run) runs the same examples every time, so that a red CI is always a regression of
 # the change under test and reproducible, never a rare example drawn that day. Tests' own @settings still apply.
 settings.register_profile("ci", derandomize=True, print_blob=True)
+# Fresh randomness with the reproduction blob printed: for hunting rare examples (HYPOTHESIS_PROFILE=hunt).
+settings.register_profile("hunt", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
