@@ -95,9 +95,8 @@ class Grouping:
     merged_pairs: int
     partitions: int  # multi-member groups from step 2
     precharge: float  # budget share spent on bringing merged pairs together
-    targets_done: bool = (
-        False  # pairs="budget": the target sets have nothing left to gain (MergePlan.targets_done)
-    )
+    # pairs="budget": no merge is left that balancing could make room for (MergePlan.targets_done)
+    targets_done: bool = False
 
 
 def migration_share(instance: AssignmentInstance) -> FloatArray | None:

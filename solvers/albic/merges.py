@@ -407,15 +407,20 @@ def keep_collocation(
     def members_of(g: int) -> IntArray:
         return by_group[group_start[g] : group_start[g + 1]]
 
-    def allowed(plan: IntArray) -> bool:
+    def allowed_distance(plan: IntArray) -> float | None:
+        """The plan's load distance where it keeps every rule and `limit`, else None."""
         over_budget, bad = violations(instance, start, plan)
-        return not over_budget and not len(bad) and instance.load_distance(plan) <= limit + TOL
+        if over_budget or len(bad):
+            return None
+        distance = instance.load_distance(plan)
+        return distance if distance <= limit + TOL else None
 
     def change(plan: IntArray, g: int, to: IntArray) -> float:
         return collocation_change(weights, plan, members_of(g), to[members_of(g)])
 
     tries = moved_groups[:TAKE_BACK_TRIES].tolist()
-    if allowed(merged) and _collocated(weights, merged) > _collocated(weights, assignment) + TOL:
+    distance = allowed_distance(merged)
+    if distance is not None and _collocated(weights, merged) > _collocated(weights, assignment) + TOL:
         result = merged.copy()
         for g in tries:
             if time.perf_counter() > deadline:
@@ -424,8 +429,9 @@ def keep_collocation(
                 continue
             trial = result.copy()
             trial[members_of(g)] = assignment[members_of(g)]
-            if allowed(trial) and instance.load_distance(trial) <= instance.load_distance(result) + TOL:
-                result = trial
+            trial_distance = allowed_distance(trial)
+            if trial_distance is not None and trial_distance <= distance + TOL:
+                result, distance = trial, trial_distance
         return result, len(np.unique(group_of[(result == merged) & (assignment != merged)]))
     result = assignment.copy()
     gains = np.array([change(result, g, merged) for g in tries])
@@ -439,7 +445,7 @@ def keep_collocation(
             continue
         trial = result.copy()
         trial[members_of(g)] = merged[members_of(g)]
-        if allowed(trial):
+        if allowed_distance(trial) is not None:
             result = trial
             taken_back += 1
     return result, taken_back

@@ -98,9 +98,8 @@ def exact_spread_repair(
     )
     if mean_terms is not None:
         w_mean, f_mean, spread, cap_units = mean_terms
-        upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
-    else:
-        upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
+    upper_mean = int(w_mean.sum(axis=0).max() + f_mean.max() + 1)
+    if mean_terms is None:
         # A spread or a cap above every node's largest mean cannot bind: clamped there, so that each stays an int64
         # (seen by the fuzz bench, 30 Nov: a draining node of capacity 1e-6 made the validator's cap 1.7e22 points
         # and CP-SAT refused the constraint, a 500).
