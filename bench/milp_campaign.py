@@ -204,7 +204,7 @@ def main() -> None:
         d = inst.load_distance(plan.assignment)
         others: dict[str, float] = {}
         left_home = int((inst.movable & inst.draining[plan.assignment]).sum())
-        budgetless = inst.max_migrations is None and inst.max_migration_cost is None
+        budgetless = not inst.budget_binds  # (no budget, or one that cannot bind: the same problem)
         for baseline in (flux, largest_load_first):
             other = baseline(inst).assignment
             # A plan that leaves more units on draining nodes than milp's is no plan of the problem where milp's

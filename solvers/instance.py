@@ -175,6 +175,20 @@ class AssignmentInstance:
         """Whether migrations are limited at all (a count or a state-size budget)."""
         return self.max_migrations is not None or self.max_migration_cost is not None
 
+    @cached_property
+    def budget_binds(self) -> bool:
+        """Whether some plan could break the budget: more movable placed units than `max_migrations`, or more state
+        among them than `max_migration_cost` (a first placement costs nothing). A budget that cannot bind limits
+        nothing: every movable unit may move within it, so the plan is the one without a budget, and units leave
+        draining nodes as they do without one (CONTRACT.md: "as the budget allows", which is all of them)."""
+        movable = self.movable & (self.current != UNPLACED)
+        if self.max_migrations is not None and int(movable.sum()) > self.max_migrations:
+            return True
+        return (
+            self.max_migration_cost is not None
+            and float(self.state_size[movable].sum()) > self.max_migration_cost
+        )
+
     def within_budget(self, assignment: IntArray) -> bool:
         moved = self.migration_mask(assignment)
         if self.max_migrations is not None and int(moved.sum()) > self.max_migrations:

@@ -47,9 +47,9 @@ def brute_force(instance: AssignmentInstance) -> tuple[float, np.ndarray]:
     rows, cols = np.nonzero(changed)
     receives[rows, grid[rows, cols]] = True
     ok &= ~(receives & (util > instance.utilization_cap() * (1 + 1e-12))).any(axis=1)
-    # Without a budget every movable unit leaves a draining node (CONTRACT.md: "as the budget allows"), where the
-    # staying nodes can take them all; where they cannot, some may stay.
-    if instance.max_migrations is None and instance.max_migration_cost is None:
+    # Without a budget (or with one that cannot bind) every movable unit leaves a draining node (CONTRACT.md: "as the
+    # budget allows"), where the staying nodes can take them all; where they cannot, some may stay.
+    if not instance.budget_binds:
         drained = ~(instance.draining[grid] & instance.movable).any(axis=1)
         if (ok & drained).any():
             ok &= drained
@@ -93,6 +93,9 @@ def _cases() -> list[Any]:
         ("k2", {"max_migrations": 2}),
         ("k3", {"max_migrations": 3}),
         ("c4", {"max_migration_cost": 4.0}),
+        # budgets that cannot bind (6 units): the problem without a budget, draining nodes emptied (2 Dec)
+        ("k6", {"max_migrations": 6}),
+        ("c1e6", {"max_migration_cost": 1e6}),
     )
     for seed in range(4):
         for name, budget in budgets:

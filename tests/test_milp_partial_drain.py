@@ -9,6 +9,8 @@ node to the cap exactly (CP-SAT's rounding), so it proved a worse plan optimal t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -180,6 +182,61 @@ def test_a_unit_that_can_leave_a_draining_node_at_no_cost_leaves_as_the_budget_a
     assert inst.within_budget(plan.assignment)
     assert inst.load_distance(plan.assignment) == pytest.approx(100.0 - 224.0 / 3)
     assert bool(inst.draining[plan.assignment[3]]) == (budget == 0)
+
+
+@pytest.mark.parametrize(
+    ("budget", "cost", "leaves"),
+    [
+        (None, None, True),
+        (4, None, True),
+        (9, None, True),
+        (None, 4.0, True),
+        (3, None, False),
+        (None, 3.5, False),
+    ],
+)
+def test_a_budget_that_cannot_bind_empties_the_draining_nodes_as_no_budget_does(
+    budget: int | None, cost: float | None, leaves: bool
+) -> None:
+    """Three staying nodes hold one unit of 50 each; the draining node holds one of 10 (mean 53.33 %). Home, the
+    unit leaves every staying node 3.33 points below the mean; on a staying node it makes that one 6.67 above. A
+    budget of at least the 4 movable units (or their whole state) limits nothing: the plan is the one without a
+    budget, which empties the draining node (CONTRACT.md: units leave it "as the budget allows"). Until 2 Dec such a
+    budget was searched as a binding one, where a unit may stay home for balance: seed 14521 of bench.milp_campaign
+    (150 nodes, 150 migrations for 144 movable units) kept 2 units on draining nodes. A budget that binds (3
+    migrations, or less state than the 4 units') still lets it stay, as before."""
+    inst = instance(
+        [50.0, 50.0, 50.0, 10.0],
+        [0, 1, 2, 3],
+        [100.0] * 4,
+        draining=[False, False, False, True],
+        max_migrations=budget,
+        max_migration_cost=cost,
+    )
+    assert inst.budget_binds == (not leaves)
+    plan = solve_milp(inst, time_limit_s=0.5)
+    assert inst.within_budget(plan.assignment)
+    assert bool(inst.draining[plan.assignment[3]]) == (not leaves)
+    assert inst.load_distance(plan.assignment) == pytest.approx(20.0 / 3 if leaves else 10.0 / 3)
+    assert plan.status == ("optimal" if leaves else "unchanged")
+
+
+def test_the_budget_binds_only_where_some_plan_could_break_it() -> None:
+    # Pinned units and units without a node cost no migration: 2 movable placed units, of state 1 + 2.
+    inst = instance(
+        [5.0, 5.0, 5.0, 5.0],
+        [0, 0, 1, 1],
+        [100.0, 100.0],
+        pinned=[True, False, False, False],
+        state=[9, 1, 2, 4],
+    )
+    inst = replace(inst, current=np.array([0, 0, 1, -1]))
+    assert not inst.budget_binds  # no budget at all
+    assert not replace(inst, max_migrations=2).budget_binds
+    assert replace(inst, max_migrations=1).budget_binds
+    assert not replace(inst, max_migration_cost=3.0).budget_binds
+    assert replace(inst, max_migration_cost=2.999).budget_binds
+    assert replace(inst, max_migrations=5, max_migration_cost=2.0).budget_binds  # either limit that binds
 
 
 def test_no_placement_anew_where_the_staying_nodes_cannot_hold_the_leaving_load() -> None:

@@ -367,18 +367,10 @@ def repacked_plan(instance: AssignmentInstance, start: IntArray, deadline: float
 
 
 def repack_fits(instance: AssignmentInstance) -> bool:
-    """Whether the budget, if any, covers moving every movable unit (so a repacked plan is always within it), and
-    the instance has no resource caps: where `repacked_plan` is a start."""
-    inst = instance
-    movable = inst.movable
-    return (
-        not inst.resource_names
-        and (inst.max_migrations is None or inst.max_migrations >= int(movable.sum()))
-        and (
-            inst.max_migration_cost is None
-            or inst.max_migration_cost >= float(inst.state_size[movable].sum())
-        )
-    )
+    """Whether the budget, if any, cannot bind (so a repacked plan is always within it), and the instance has no
+    resource caps: where `repacked_plan` is a start. (solve_milp plans under a budget that cannot bind as without
+    one, so there this is: no budget and no resource caps.)"""
+    return not instance.resource_names and not instance.budget_binds
 
 
 def _relabel(inst: AssignmentInstance, assignment: IntArray, fixed: np.ndarray) -> None:
