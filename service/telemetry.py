@@ -77,8 +77,9 @@ class DeferredObservations:
                     if not len(observed):
                         continue
                     # (summed in numpy's order, the library adds one at a time: the last bits may differ; inf and
-                    # -inf make NaN, as they do there, without numpy's warning)
-                    with np.errstate(invalid="ignore"):
+                    # -inf make NaN, and finite values past the float range make inf, as they do there, without
+                    # numpy's warnings: a fresh-random make test saw "overflow encountered in reduce")
+                    with np.errstate(invalid="ignore", over="ignore"):
                         total = float(np.add.reduce(observed))
                     bounds = getattr(child, "_upper_bounds", None)
                     if bounds is None:  # a counter
