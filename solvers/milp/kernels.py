@@ -1125,6 +1125,75 @@ def tree_edges(src: np.ndarray, dst: np.ndarray, seed: int, size: int, n_nodes: 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def forest_trees(
+    src: np.ndarray, dst: np.ndarray, deviation: np.ndarray, n_nodes: int, below: float, max_nodes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The trees (connected components) of the forest of edges (src[e], dst[e]) whose nodes all have a deviation
+    below `below`, of at most `max_nodes` nodes (recombine.TreePool.add): their edges (each tree's in index order,
+    the trees by their first edge), the trees' offsets into them, their nodes (ascending) and offsets, and each
+    tree's largest deviation. A union-find, linear in the nodes and edges."""
+    n_edges = len(src)
+    parent = np.arange(n_nodes)
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for e in range(n_edges):
+        a, b = find(src[e]), find(dst[e])
+        if a != b:
+            parent[a] = b
+    worst = np.zeros(n_nodes)
+    size = np.zeros(n_nodes, np.int64)
+    seen = np.zeros(n_nodes, np.bool_)
+    for e in range(n_edges):
+        for node in (src[e], dst[e]):
+            if not seen[node]:
+                seen[node] = True
+                root = find(node)
+                size[root] += 1
+                worst[root] = max(worst[root], deviation[node])
+    tree = np.full(n_nodes, -1, np.int64)  # per root: its tree's number, by first edge
+    n_trees = 0
+    edge_count = np.zeros(n_edges + 1, np.int64)
+    for e in range(n_edges):
+        root = find(src[e])
+        if worst[root] < below and size[root] <= max_nodes:
+            if tree[root] < 0:
+                tree[root] = n_trees
+                n_trees += 1
+            edge_count[tree[root] + 1] += 1
+    edge_bounds = np.cumsum(edge_count[: n_trees + 1])
+    edges = np.empty(edge_bounds[n_trees], np.int64)
+    filled = edge_bounds[:n_trees].copy()
+    node_count = np.zeros(n_trees + 1, np.int64)
+    worsts = np.zeros(n_trees)
+    for e in range(n_edges):
+        t = tree[find(src[e])]
+        if t >= 0:
+            edges[filled[t]] = e
+            filled[t] += 1
+    for node in range(n_nodes):
+        if seen[node]:
+            t = tree[find(node)]
+            if t >= 0:
+                node_count[t + 1] += 1
+                worsts[t] = max(worsts[t], deviation[node])
+    node_bounds = np.cumsum(node_count)
+    nodes = np.empty(node_bounds[n_trees], np.int64)
+    filled = node_bounds[:n_trees].copy()
+    for node in range(n_nodes):
+        if seen[node]:
+            t = tree[find(node)]
+            if t >= 0:
+                nodes[filled[t]] = node
+                filled[t] += 1
+    return edges, edge_bounds, nodes, node_bounds, worsts
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def least_of(values: np.ndarray, index: np.ndarray, count: int) -> np.ndarray:
     """The `count` entries of `index` of least values[index], in order, ties in the order of `index`
     (index[np.argsort(values[index], kind="stable")[:count]]): the insertion sort for the few dozen nodes of most
@@ -1702,6 +1771,7 @@ def compile_all() -> None:
         (scan_fill, (True, i, i, f, b, 1.0, 1e-9, b, i, b, True, f, f, f, 2.0, f, i, 64, *budget)),
         (least_of, (f, i, 64)),
         (tree_edges, (i, i[::-1].copy(), 0, 1, 2)),
+        (forest_trees, (i, i[::-1].copy(), f, 2, 3.0, 64)),
         (far_moves, (0, True, i, i, i, i, b, b, b, f, 64, 256)),
         (far_moves, (0, False, i[:0], i, i, i, b, b, b, f, 64, 256)),
         (lower_quartile, (f,)),

@@ -13,6 +13,12 @@ idle and the call is what it was without it. It ends by the call's deadline on i
 in the shared memory), or with the parent (Linux: PR_SET_PDEATHSIG); the parent waits at most STOP_GRACE_S for it,
 then kills it.
 
+Trees (solvers.milp.recombine) go from the child to the parent through a pipe made before the fork, both ends
+non-blocking: the child writes each batch of new trees in one write of at most PIPE_BUF bytes (atomic: the parent
+reads whole batches or nothing) and drops a batch when the pipe is full; the parent reads what is there when it
+recombines and checks every tree as it would check a plan (`recombine.TreePool.add_tree`). The parent recombines the
+trees of both chains, the child only makes them.
+
 Shared memory: an anonymous shared mapping made before the fork, so both processes see it. It holds the stop flag, the
 child's perturbation count, and one board per direction. Each board has two slots written in turn: a slot is marked
 empty, then its plan, key and checksum are written, then its sequence number. A reader copies a slot and takes it
@@ -24,13 +30,15 @@ a plan must keep (pinned units at home, draining nodes only as a way home, the b
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import mmap
 import os
+import select
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import xxhash
@@ -44,6 +52,10 @@ STOP_GRACE_S = 0.02  # the longest a call waits past its end for a stopped helpe
 MIN_SECONDS = 0.2  # least time left for a second chain to start (a fork costs milliseconds at scale)
 _HEADER = 2  # words: the stop flag, the child's perturbation count
 _SLOT_HEADER = 4  # words: sequence number (0: being written), checksum, key (d, du + dl) as two float64
+# The trees' pipe: its buffer asked of the kernel (the parent reads it at each recombination), and a write's limit
+# (writes of at most PIPE_BUF bytes are atomic).
+TREE_PIPE_BYTES = 1 << 20
+_TREE_WRITE = select.PIPE_BUF
 
 # Children killed but not yet reaped (a SIGKILLed process ends within milliseconds; it is reaped at the next start).
 _unreaped: list[int] = []
@@ -122,7 +134,9 @@ def keeps_rules(instance: AssignmentInstance, plan: IntArray, start: IntArray) -
 class SecondChain:
     """The child process and the shared memory, seen from either side (`in_child`)."""
 
-    def __init__(self, n_units: int, mapping: mmap.mmap, pid: int) -> None:
+    def __init__(
+        self, n_units: int, mapping: mmap.mmap, pid: int, tree_pipe: tuple[int, int] | None = None
+    ) -> None:
         self.mapping = mapping
         words = np.frombuffer(mapping, dtype=np.int64)
         self.header = words[:_HEADER]
@@ -132,6 +146,14 @@ class SecondChain:
         self.pid = pid
         self.in_child = pid == 0
         self.ended = False
+        # the trees' pipe: the child keeps the writing end, the parent the reading end (none: no trees travel)
+        self.tree_fd: int | None = None
+        if tree_pipe is not None:
+            keep, close = (tree_pipe[1], tree_pipe[0]) if self.in_child else tree_pipe
+            os.close(close)
+            self.tree_fd = keep
+        self.tree_bytes = b""  # (parent) a batch read in part
+        self.trees_sent = self.trees_dropped = 0  # (child)
 
     @classmethod
     def fork(cls, n_units: int, run: Callable[[SecondChain], None]) -> SecondChain | None:
@@ -141,10 +163,20 @@ class SecondChain:
         size = 8 * (_HEADER + 4 * (_SLOT_HEADER + n_units))
         try:
             mapping = mmap.mmap(-1, size)  # anonymous and shared: the child sees the same pages
-            pid = os.fork()
-        except OSError:  # (no memory for the mapping or the process: the call goes on alone)
+            tree_pipe = os.pipe()
+        except OSError:  # (no memory for the mapping, no file descriptors: the call goes on alone)
             return None
-        chain = cls(n_units, mapping, pid)
+        for fd in tree_pipe:
+            os.set_blocking(fd, False)
+        with contextlib.suppress(OSError, AttributeError):  # (a smaller buffer only drops more batches)
+            fcntl.fcntl(tree_pipe[1], fcntl.F_SETPIPE_SZ, TREE_PIPE_BYTES)
+        try:
+            pid = os.fork()
+        except OSError:  # (no memory for the process: the call goes on alone)
+            for fd in tree_pipe:
+                os.close(fd)
+            return None
+        chain = cls(n_units, mapping, pid, tree_pipe)
         if pid == 0:
             try:
                 chain._become_child()
@@ -169,16 +201,82 @@ class SecondChain:
     def count(self, perturbations: int) -> None:
         self.header[1] = perturbations
 
+    def send_trees(self, trees: Sequence[tuple[IntArray, IntArray]]) -> None:
+        """New trees (units, their nodes) to the parent, as int32 records [k, k units, k nodes], in writes of whole
+        records of at most PIPE_BUF bytes; a write the full pipe refuses is dropped (trees are a hint)."""
+        if self.tree_fd is None:
+            return
+        batch: list[np.ndarray] = []
+        size = 0
+        for units, dests in trees:
+            record = np.concatenate([[len(units)], units, dests]).astype(np.int32)
+            if record.nbytes > _TREE_WRITE:
+                continue
+            if size + record.nbytes > _TREE_WRITE:
+                self._write_trees(batch)
+                batch, size = [], 0
+            batch.append(record)
+            size += record.nbytes
+        if batch:
+            self._write_trees(batch)
+
+    def _write_trees(self, batch: list[np.ndarray]) -> None:
+        assert self.tree_fd is not None
+        try:
+            os.write(self.tree_fd, np.concatenate(batch).tobytes())
+            self.trees_sent += len(batch)
+        except (BlockingIOError, BrokenPipeError):  # full, or the parent is gone
+            self.trees_dropped += len(batch)
+
     # The parent's side.
     @property
     def perturbations(self) -> int:
         return int(self.header[1])
+
+    def take_trees(self) -> list[tuple[IntArray, IntArray]]:
+        """The trees the child has sent since the last call, as (units, nodes) pairs (unchecked: see
+        recombine.TreePool.add_tree)."""
+        if self.tree_fd is None or self.in_child:
+            return []
+        data = [self.tree_bytes]
+        while True:
+            try:
+                chunk = os.read(self.tree_fd, TREE_PIPE_BYTES)
+            except BlockingIOError:
+                break
+            if not chunk:  # the child has ended and everything is read
+                break
+            data.append(chunk)
+        raw = b"".join(data)
+        whole = len(raw) - len(raw) % 4
+        words = np.frombuffer(raw[:whole], dtype=np.int32)
+        trees: list[tuple[IntArray, IntArray]] = []
+        at = 0
+        while at < len(words):
+            k = int(words[at])
+            if k <= 0:  # (never written so: the rest cannot be read as records)
+                at = len(words)
+                break
+            if at + 1 + 2 * k > len(words):
+                break
+            units, dests = words[at + 1 : at + 1 + k], words[at + 1 + k : at + 1 + 2 * k]
+            trees.append((units.astype(np.int64), dests.astype(np.int64)))
+            at += 1 + 2 * k
+        self.tree_bytes = raw[4 * at :]
+        return trees
+
+    def close_trees(self) -> None:
+        if self.tree_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.tree_fd)
+            self.tree_fd = None
 
     def stop(self) -> None:
         """Ask the child to end, wait for it at most STOP_GRACE_S, then kill it. Its plans stay readable."""
         if self.ended or self.in_child:
             return
         self.ended = True
+        self.close_trees()
         self.header[0] = 1
         until = time.perf_counter() + STOP_GRACE_S
         while True:

@@ -16,7 +16,8 @@ Steps, all inside the call's time limit (see docs/milp.md):
    nodes of migrated units. After a small problem's full model stalls, CP-SAT goes on with it beside those rounds,
    in a thread at the lowest CPU priority, until the deadline or its proof (BACKGROUND_WORKERS). On a large
    problem a second chain of the same rounds runs in a child process at the lowest CPU priority, where a second
-   core allows it; the two chains trade their best plans (solvers.milp.second_chain).
+   core allows it; the two chains trade their best plans (solvers.milp.second_chain). Where a budget binds and the
+   rounds have the time, the trees of both chains' plans are recombined by set partitioning (solvers.milp.recombine).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from solvers.milp.cpsat import solve_cpsat
 from solvers.milp.highs import solve_highs
 from solvers.milp.local_search import LocalSearch
 from solvers.milp.model import BackendResult, MoveModel, build_move_model, choose_neighbourhood
+from solvers.milp.recombine import TreePool
+from solvers.milp.recombine import applies as trees_recombine
 from solvers.milp.second_chain import MIN_SECONDS as SECOND_CHAIN_MIN_S
 from solvers.milp.second_chain import NICE, STOP_GRACE_S, SecondChain, keeps_rules
 from solvers.milp.second_chain import available as second_chain_available
@@ -211,6 +214,21 @@ WALK_PERTURBATIONS = 300
 # 0.155 in 3 of 20 without, 3 of 20 at 40, 0 of 20 at 20. A false stall only costs speed (the band repair also
 # finds improvements while the search moves).
 FILL_STALL_PERTURBATIONS = 20
+# Tree recombination (solvers.milp.recombine, issue 10, 7 Dec): the trees of the perturbations' plans kept in a pool
+# and recombined by set partitioning once RECOMBINE_NEW_TREES new ones have come, while the recombinations have had at
+# most RECOMBINE_SHARE of the rounds' time, each for at most RECOMBINE_MAX_S.
+# The share of the time follows the recombinations' improvements per second against the perturbations' (RECOMBINE_PRIOR
+# counted in advance), within RECOMBINE_SHARE.
+# Not in short calls: the rounds must have RECOMBINE_MIN_S at their start (a pool of under a second's plans rarely
+# holds a better plan, and its models take the perturbations' time: at 1 s, 10 seeds of six count-budget misses of
+# the hunt, the mean distance went up 1.4 %), and the first recombination comes RECOMBINE_AFTER_S into them.
+RECOMBINE_MIN_S = 1.2
+RECOMBINE_AFTER_S = 0.8
+RECOMBINE_NEW_TREES = 200
+RECOMBINE_GROWTH = 0.25
+RECOMBINE_PRIOR = 0.3
+RECOMBINE_SHARE = (0.1, 0.3)
+RECOMBINE_MAX_S = 0.3
 # Share of the kicks that are tree kicks (_tree_kick), under count budgets on clusters without draining nodes: the
 # migrations sent home are connected in the forest of migrations (nodes joined by the units moved between them),
 # breadth first from the limiting node, not drawn anywhere. Why: with K migrations for about as many nodes to fix,
@@ -595,6 +613,12 @@ def solve_milp(
             f"{backend}: {rounds} model rounds, {rounds_run.perturbations} perturbation rounds{walks}; "
             f"stopped: {rounds_run.stop_reason}"
         )
+        pool = rounds_run.pool
+        if pool is not None and pool.recombinations:
+            notes.append(
+                f"tree recombination: {pool.recombinations} set-partitioning models over {len(pool.trees)} trees "
+                f"({pool.seconds:.2g} s); {pool.wins} of their plans became the best plan"
+            )
         if backend == "cp-sat" and rounds:
             notes.append(
                 "CP-SAT works on utilizations scaled to integers (2^30 steps over the model's range); its rounding "
@@ -959,6 +983,11 @@ class _Rounds:
             and instance.max_migration_cost is None
             and bool(instance.active.all())
         )
+        # The trees of the perturbations' plans, recombined (solvers.milp.recombine): where a budget binds, every
+        # node stays and every unit is placed.
+        self.rounds_began = time.perf_counter()
+        recombines = trees_recombine(instance) and deadline - self.rounds_began >= RECOMBINE_MIN_S
+        self.pool = TreePool(instance, start, best.search.kernels) if recombines else None
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -1074,6 +1103,12 @@ class _Rounds:
         if self.pair_repair and trial.key() > best.key:
             trial.pair_balance(min(self.deadline, time.perf_counter() + PAIR_REPAIR_S), best.key[0])
             trial.descend(self.deadline, DESCENT_STEPS, seen=self.seen)
+        if self.pool is not None:
+            new = self.pool.add(trial.assignment, np.abs(trial.util - trial.mean), best.key[0])
+            if (
+                new and self.chain is not None and self.chain.in_child
+            ):  # the parent recombines both chains' trees
+                self.chain.send_trees([(tree.units, tree.dests) for tree in new])
         name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
         self.perturbations += 1
         improved = best.offer(trial, name)
@@ -1176,6 +1211,8 @@ class _Rounds:
         """A perturbation or a model round: whichever has had less of the time so far (perturbations take
         milliseconds, model rounds tens of them: both kinds get an equal share of the time, not of the rounds)."""
         started = time.perf_counter()
+        if self._recombination_due(started):
+            return self._recombine(rng)
         self.counts_for_stall = False
         # The model rounds' share of the time follows their share of the improvements (each kind counts one win
         # in advance), between MODEL_SHARE_MIN and one half: on real skew perturbations find most improvements.
@@ -1200,6 +1237,50 @@ class _Rounds:
         if modelled:  # a new best plan from a model round: the perturbations continue from it
             self.current, self.since_best = None, 0
         return modelled
+
+    def _recombination_due(self, now: float) -> bool:
+        """Whether the pool recombines now (the parent's, which first takes the second chain's new trees): the pool
+        has doubled since the last time (at least RECOMBINE_NEW_TREES new trees), and the recombinations have had
+        no more than their earned share of the rounds' time (RECOMBINE_SHARE)."""
+        pool, chain = self.pool, self.chain
+        if pool is None or (chain is not None and chain.in_child):
+            return False
+        if chain is not None:  # the second chain's trees (checked one by one)
+            below = self.best.key[0]
+            for units, dests in chain.take_trees():
+                pool.add_tree(units, dests, below)
+        share = _earned_share(
+            (pool.wins, pool.seconds),
+            (self.perturbation_wins, self.perturbation_s),
+            RECOMBINE_PRIOR,
+            RECOMBINE_SHARE,
+        )
+        return (
+            now - self.rounds_began >= RECOMBINE_AFTER_S
+            and pool.new >= max(RECOMBINE_NEW_TREES, RECOMBINE_GROWTH * (len(pool.trees) - pool.new))
+            and pool.seconds <= share * (now - self.rounds_began)
+        )
+
+    def _recombine(self, rng: np.random.Generator) -> bool:
+        """The pool's trees recombined below the best plan's distance (solvers.milp.recombine), the plan descended
+        and offered; the perturbations go on from it when it is the new best."""
+        pool, best, inst = self.pool, self.best, self.instance
+        assert pool is not None
+        self.counts_for_stall = False
+        # (at most half the time left: a model may run a little past its limit, and the call's margin is small)
+        now = time.perf_counter()
+        plan = pool.recombine(best.key[0], now + min(RECOMBINE_MAX_S, 0.5 * (self.deadline - now)), rng)
+        # (the MILP's tolerances could let a cost budget slip by a hair: checked exactly)
+        if plan is None or not inst.within_budget(plan):
+            return False
+        trial = LocalSearch(inst, plan, self.start)
+        trial.descend(self.deadline, DESCENT_STEPS)
+        name = best.name if "recombined trees" in best.name else f"{best.name} + recombined trees"
+        if not best.offer(trial, name):
+            return False
+        pool.wins += 1
+        self.current, self.since_best = None, 0
+        return True
 
     def run(self, started: float, time_limit_s: float, width: int | None, per_node: int, full: bool) -> None:
         try:
