@@ -295,7 +295,7 @@ def test_the_rounds_take_the_second_chains_trees_into_the_parents_pool(
     trees = TreePool(inst, inst.current).add(plan, _deviation(inst, plan), np.inf)
     monkeypatch.setattr(chain, "take_trees", lambda: [(t.units, t.dests) for t in trees])
     below = rounds.best.key[0]
-    rounds._recombination_due(time.perf_counter())
+    rounds._take_chain_trees()
     kept = [t for t in trees if t.deviation < below]
     assert len(rounds.pool.trees) == len(kept) > 0
     assert solve.RECOMBINE_NEW_TREES > 0

@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 
 import numpy as np
@@ -96,14 +96,12 @@ class TreePool:
         self.kernels = kernels
         share = 100.0 * instance.load
         util = np.bincount(original, weights=share, minlength=instance.n_nodes) / instance.capacity
-        self.original_deviation: FloatArray = np.abs(util - instance.mean_utilization)
         self.state: FloatArray = instance.state_size
         self.share: FloatArray = share
         self.original_util: FloatArray = util
         self.signed: FloatArray = util - instance.mean_utilization  # the original deviations, signed
-        self.cap_limit = instance.utilization_cap() * (
-            1 + 1e-12
-        )  # as every cap test of the search computes it
+        # the cap with its slack, as every cap test of the search computes it
+        self.cap_limit = instance.utilization_cap() * (1 + 1e-12)
         # each node's movable units, largest first (the over nodes' subsets are drawn from them)
         movable = np.flatnonzero(instance.movable)
         movable = movable[np.lexsort((-share[movable], original[movable]))]
@@ -217,7 +215,7 @@ class TreePool:
         key = units.tobytes() + dests.tobytes()
         if key in self.trees:
             return False
-        tree = self._tree(units, dests, 0.0)
+        tree = self._tree(units, dests, np.inf)  # its deviation evaluated below
         capacity = inst.capacity[tree.nodes]
         delta = np.zeros(inst.n_nodes)
         np.add.at(delta, self.original[units], -self.share[units])
@@ -227,7 +225,7 @@ class TreePool:
         over_cap = (util > self.cap_limit) & (delta[tree.nodes] > 0)
         if deviation >= below or over_cap.any():
             return False
-        self.trees[key] = Tree(tree.units, tree.dests, tree.nodes, deviation, tree.moves, tree.cost)
+        self.trees[key] = replace(tree, deviation=deviation)
         self.new += 1
         return True
 
@@ -329,7 +327,8 @@ class TreePool:
             return []
         out = []
         for choice in rng.permutation(len(picked))[:STARS_PER_NODE].tolist():
-            shed = units[np.concatenate([np.arange(fixed), picked[choice]])]
+            rows = np.concatenate([np.arange(fixed), picked[choice]])  # ascending: the node's order
+            shed = units[rows]
             dests: list[int] = []
             for unit in shed.tolist():
                 options = lands(unit, node)
@@ -339,9 +338,7 @@ class TreePool:
                 dests.append(int(rng.choice(options)))
             else:
                 arrive = share[shed] / capacity[dests]
-                deviation = max(
-                    abs(r[node] - float(points[np.isin(units, shed)].sum())), *np.abs(r[dests] + arrive)
-                )
+                deviation = max(abs(r[node] - float(points[rows].sum())), *np.abs(r[dests] + arrive))
                 out.append(self._tree(shed, np.array(dests, dtype=np.int64), float(deviation)))
         return out
 
@@ -403,7 +400,7 @@ class TreePool:
         """The set-partitioning model at distance `target`: each node off by more than it in exactly one tree, the
         others in at most one, the budget kept; fewest migrations (least state under a cost budget)."""
         inst = self.instance
-        must = self.original_deviation > target
+        must = np.abs(self.signed) > target
         if not trees:
             return None
         columns = np.repeat(np.arange(len(trees)), [len(tree.nodes) for tree in trees])

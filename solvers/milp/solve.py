@@ -1211,6 +1211,7 @@ class _Rounds:
         """A perturbation or a model round: whichever has had less of the time so far (perturbations take
         milliseconds, model rounds tens of them: both kinds get an equal share of the time, not of the rounds)."""
         started = time.perf_counter()
+        self._take_chain_trees()
         if self._recombination_due(started):
             return self._recombine(rng)
         self.counts_for_stall = False
@@ -1238,17 +1239,23 @@ class _Rounds:
             self.current, self.since_best = None, 0
         return modelled
 
+    def _take_chain_trees(self) -> None:
+        """(parent) The trees the second chain has sent since the last round into the pool, checked one by one
+        (read every round, so the pipe does not fill)."""
+        pool, chain = self.pool, self.chain
+        if pool is None or chain is None or chain.in_child:
+            return
+        below = self.best.key[0]
+        for units, dests in chain.take_trees():
+            pool.add_tree(units, dests, below)
+
     def _recombination_due(self, now: float) -> bool:
-        """Whether the pool recombines now (the parent's, which first takes the second chain's new trees): the pool
-        has doubled since the last time (at least RECOMBINE_NEW_TREES new trees), and the recombinations have had
-        no more than their earned share of the rounds' time (RECOMBINE_SHARE)."""
+        """Whether the pool recombines now (the parent's: the child only makes trees): it has grown by
+        RECOMBINE_GROWTH since the last time (at least RECOMBINE_NEW_TREES new trees), and the recombinations have
+        had no more than their earned share of the rounds' time (RECOMBINE_SHARE)."""
         pool, chain = self.pool, self.chain
         if pool is None or (chain is not None and chain.in_child):
             return False
-        if chain is not None:  # the second chain's trees (checked one by one)
-            below = self.best.key[0]
-            for units, dests in chain.take_trees():
-                pool.add_tree(units, dests, below)
         share = _earned_share(
             (pool.wins, pool.seconds),
             (self.perturbation_wins, self.perturbation_s),
