@@ -219,11 +219,14 @@ FILL_STALL_PERTURBATIONS = 20
 # most RECOMBINE_SHARE of the rounds' time, each for at most RECOMBINE_MAX_S.
 # The share of the time follows the recombinations' improvements per second against the perturbations' (RECOMBINE_PRIOR
 # counted in advance), within RECOMBINE_SHARE.
-# Not in short calls: the rounds must have RECOMBINE_MIN_S at their start (a pool of under a second's plans rarely
-# holds a better plan, and its models take the perturbations' time: at 1 s, 10 seeds of six count-budget misses of
-# the hunt, the mean distance went up 1.4 %), and the first recombination comes RECOMBINE_AFTER_S into them.
-RECOMBINE_MIN_S = 1.2
+# Not in the shortest calls: the rounds must have RECOMBINE_MIN_S at their start, and the first recombination comes
+# RECOMBINE_AFTER_S into them, or RECOMBINE_AFTER_SHARE of their time when that is sooner (a 1 s call: about 0.44 s),
+# so that the pool holds the trees of a few hundred perturbations first. Measured at 1 s on six count-budget misses of
+# the hunt, 32 seeds each (docs/milp.md, the twenty-seventh session): tail airtime 80n K50 at its target on 20 seeds
+# against 3, the other five within their noise.
+RECOMBINE_MIN_S = 0.5
 RECOMBINE_AFTER_S = 0.8
+RECOMBINE_AFTER_SHARE = 0.6
 RECOMBINE_NEW_TREES = 200
 RECOMBINE_GROWTH = 0.25
 RECOMBINE_PRIOR = 0.3
@@ -988,6 +991,7 @@ class _Rounds:
         self.rounds_began = time.perf_counter()
         recombines = trees_recombine(instance) and deadline - self.rounds_began >= RECOMBINE_MIN_S
         self.pool = TreePool(instance, start, best.search.kernels) if recombines else None
+        self.recombine_after = min(RECOMBINE_AFTER_S, RECOMBINE_AFTER_SHARE * (deadline - self.rounds_began))
 
     def _solve(self, model: MoveModel, seconds: float, relative_gap: float) -> BackendResult:
         # The backend's own clock stops at its deadline, but building and tearing down run on top: give it a
@@ -1263,7 +1267,7 @@ class _Rounds:
             RECOMBINE_SHARE,
         )
         return (
-            now - self.rounds_began >= RECOMBINE_AFTER_S
+            now - self.rounds_began >= self.recombine_after
             and pool.new >= max(RECOMBINE_NEW_TREES, RECOMBINE_GROWTH * (len(pool.trees) - pool.new))
             and pool.seconds <= share * (now - self.rounds_began)
         )
