@@ -568,19 +568,39 @@ def _flux_compiled(instance: AssignmentInstance, deadline: Deadline, kernels: Mo
     return Plan(assignment=assignment, status="feasible" if counters[0] > 0 else "unchanged")
 
 
+class _UnitsOnNodes:
+    """The movable units of each node as a set (O(1) updates), each set built the first time its node is looked at:
+    at 10,000 nodes x 250,000 units building every set took 60 ms of a 0.5 s call before the first move, and a
+    short call looks at a few nodes (the deadlines bench, 7 Dec)."""
+
+    def __init__(self, assignment: IntArray, movable: np.ndarray, n_nodes: int) -> None:
+        self.by_node = _units_by_node(assignment, movable, n_nodes)
+        self.sets: dict[int, set[int]] = {}
+
+    def __getitem__(self, node: int) -> set[int]:
+        units = self.sets.get(node)
+        if units is None:
+            units = self.sets[node] = set(self.by_node[node].tolist())
+        return units
+
+
 def _llf_start(
     instance: AssignmentInstance, deadline: Deadline
-) -> tuple[IntArray, np.ndarray, BudgetTracker, float, IntArray, list[set[int]]]:
+) -> tuple[IntArray, np.ndarray, BudgetTracker, float, IntArray, _UnitsOnNodes]:
     """largest-load-first's state after placing the unplaced units and draining: the assignment, node loads, budget,
-    utilization cap, the staying nodes, and the movable units of each node (a set per node: O(1) updates)."""
+    utilization cap, the staying nodes, and the movable units of each node."""
     assignment, node_load, budget = _start(instance)
     cap = instance.utilization_cap()
     _drain(instance, assignment, node_load, budget, cap, deadline)
     active = np.flatnonzero(instance.active)
-    on_node = [
-        set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
-    ]
-    return assignment, node_load, budget, cap, active, on_node
+    return (
+        assignment,
+        node_load,
+        budget,
+        cap,
+        active,
+        _UnitsOnNodes(assignment, instance.movable, instance.n_nodes),
+    )
 
 
 def _handed_unit(
@@ -608,7 +628,7 @@ def _hand_on(
     budget: BudgetTracker,
     assignment: IntArray,
     node_load: np.ndarray,
-    on_node: list[set[int]],
+    on_node: _UnitsOnNodes,
     unit: int,
     giver: int,
     receiver: int,
@@ -644,15 +664,17 @@ def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None 
     # The positive loads of each node's movable units, least first: a heap per node whose entries of units that have
     # left are dropped when they reach the top (a unit enters once per arrival), so the least is found in O(log)
     # amortized however many units share it (a scan of the giver's units after each move was quadratic on equal
-    # loads: 20,000 units of one load on one node took 3x the sort per step's time; found in review).
-    positive: list[list[tuple[float, int]]] = [
-        [(loads[k], k) for k in units if loads[k] > 0] for units in on_node
-    ]
-    for heap in positive:
-        heapq.heapify(heap)
+    # loads: 20,000 units of one load on one node took 3x the sort per step's time; found in review). Each heap is
+    # built from its node's units the first time its least load is asked after a move (like `on_node`); the first
+    # least loads of all nodes come from one numpy pass, the same values.
+    positive: dict[int, list[tuple[float, int]]] = {}
 
     def least_positive(node: int) -> float:
-        heap, units = positive[node], on_node[node]
+        heap = positive.get(node)
+        units = on_node[node]
+        if heap is None:
+            heap = positive[node] = [(loads[k], k) for k in units if loads[k] > 0]
+            heapq.heapify(heap)
         while heap and heap[0][1] not in units:
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
@@ -660,7 +682,10 @@ def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None 
     # By position in `active`: utilization, least positive movable load, and whether the node was tried (handed
     # nothing on) since the last move.
     util = 100.0 * node_load[active] / capacity
-    smallest = np.array([least_positive(int(n)) for n in active], dtype=np.float64).reshape(len(active))
+    least = np.full(instance.n_nodes, np.inf)
+    placed = np.flatnonzero(instance.movable & (assignment >= 0) & (instance.load > 0))
+    np.minimum.at(least, assignment[placed], instance.load[placed])
+    smallest = np.ascontiguousarray(least[active], dtype=np.float64)
     tried = np.zeros(len(active), dtype=np.bool_)
     moves_left = _move_cap(instance)
     while not budget.exhausted and moves_left > 0 and not deadline.passed:
@@ -690,7 +715,10 @@ def largest_load_first(instance: AssignmentInstance, time_limit_s: float | None 
             tried[hi_pos] = True
             continue
         _hand_on(instance, budget, assignment, node_load, on_node, chosen, hi, lo)
-        heapq.heappush(positive[lo], (loads[chosen], chosen))  # (positive: only such units are handed on)
+        if (
+            lo in positive
+        ):  # (positive: only such units are handed on; a heap built later finds it in the set)
+            heapq.heappush(positive[lo], (loads[chosen], chosen))
         smallest[lo_pos] = min(smallest[lo_pos], loads[chosen])
         if loads[chosen] == smallest[hi_pos]:
             smallest[hi_pos] = least_positive(hi)
