@@ -628,7 +628,7 @@ def _hand_on(
     budget: BudgetTracker,
     assignment: IntArray,
     node_load: np.ndarray,
-    on_node: _UnitsOnNodes,
+    on_node: _UnitsOnNodes | list[set[int]],
     unit: int,
     giver: int,
     receiver: int,

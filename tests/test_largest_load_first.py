@@ -20,6 +20,7 @@ from solvers.baselines import (
     _llf_start,
     _move_cap,
     _progress_tolerance,
+    _units_by_node,
 )
 from solvers.instance import UNPLACED, AssignmentInstance, Plan
 from tests.test_flux_kernel import plain_instance, plain_instances
@@ -30,8 +31,13 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 def sorted_each_step(instance: AssignmentInstance) -> Plan:
     """largest-load-first as it was until 30 Nov 2026: every node's utilization sorted at every step, a node that
     hands nothing on passed over until the next move. (The start, the choice of a giver's unit and the move itself
-    are the implementation's own: what changed is how the giver is found.)"""
-    assignment, node_load, budget, cap, active, on_node = _llf_start(instance, Deadline(None))
+    are the implementation's own: what changed is how the giver is found. The units of every node are plain sets
+    built at the start, as they were until 7 Dec: the implementation builds a node's set and heap the first time it
+    looks at the node.)"""
+    assignment, node_load, budget, cap, active, _ = _llf_start(instance, Deadline(None))
+    on_node = [
+        set(units.tolist()) for units in _units_by_node(assignment, instance.movable, instance.n_nodes)
+    ]
     capacity = instance.capacity[active]
     tried: set[int] = set()
     moves_left = _move_cap(instance)

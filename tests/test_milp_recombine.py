@@ -231,12 +231,14 @@ def test_a_recombined_plan_keeps_the_budget_pins_and_cap_and_is_below_the_distan
         st.tuples(
             st.sampled_from([(0, 1), (0, 1, 2), (1, 2), (2, 3, 4)]),
             st.integers(1, 4),
-            st.one_of(st.integers(1, 5).map(float), st.floats(1e-300, 1e300)),  # ties, tiny and huge state
+            st.one_of(
+                st.integers(1, 5).map(float), st.floats(1e-300, 1e300), st.just(np.inf)
+            ),  # ties, tiny, huge, inf
         ),
         max_size=30,
     )
 )
-def test_the_model_drops_exactly_the_trees_another_on_the_same_nodes_beats(
+def test_the_trees_another_on_the_same_nodes_beats_are_dropped_and_no_other(
     specs: list[tuple[tuple[int, ...], int, float]],
 ) -> None:
     trees = [

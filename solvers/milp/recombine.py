@@ -84,7 +84,8 @@ def _undominated(trees: list[Tree]) -> list[Tree]:
     least_cost: dict[bytes, float] = {}
     for tree in sorted(trees, key=lambda tree: (tree.moves, tree.cost)):
         key = tree.nodes.tobytes()
-        if tree.cost < least_cost.get(key, np.inf):
+        # (the first tree on its nodes is kept whatever its state: a sum of huge states may be inf)
+        if key not in least_cost or tree.cost < least_cost[key]:
             least_cost[key] = tree.cost
             kept.append(tree)
     return kept
