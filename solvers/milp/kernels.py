@@ -1165,11 +1165,14 @@ def forest_trees(
                 tree[root] = n_trees
                 n_trees += 1
             edge_count[tree[root] + 1] += 1
+    worsts = np.zeros(n_trees)
+    for node in range(n_nodes):
+        if tree[node] >= 0:  # (a root's tree number: its largest deviation is the tree's)
+            worsts[tree[node]] = worst[node]
     edge_bounds = np.cumsum(edge_count[: n_trees + 1])
     edges = np.empty(edge_bounds[n_trees], np.int64)
     filled = edge_bounds[:n_trees].copy()
     node_count = np.zeros(n_trees + 1, np.int64)
-    worsts = np.zeros(n_trees)
     for e in range(n_edges):
         t = tree[find(src[e])]
         if t >= 0:
@@ -1180,7 +1183,6 @@ def forest_trees(
             t = tree[find(node)]
             if t >= 0:
                 node_count[t + 1] += 1
-                worsts[t] = max(worsts[t], deviation[node])
     node_bounds = np.cumsum(node_count)
     nodes = np.empty(node_bounds[n_trees], np.int64)
     filled = node_bounds[:n_trees].copy()

@@ -1109,9 +1109,8 @@ class _Rounds:
             trial.descend(self.deadline, DESCENT_STEPS, seen=self.seen)
         if self.pool is not None:
             new = self.pool.add(trial.assignment, np.abs(trial.util - trial.mean), best.key[0])
-            if (
-                new and self.chain is not None and self.chain.in_child
-            ):  # the parent recombines both chains' trees
+            # the parent recombines both chains' trees
+            if new and self.chain is not None and self.chain.in_child:
                 self.chain.send_trees([(tree.units, tree.dests) for tree in new])
         name = best.name if "perturbation" in best.name else f"{best.name} + perturbation"
         self.perturbations += 1
