@@ -133,3 +133,17 @@ def test_no_staying_node_leaves_the_plan_unchanged() -> None:
         draining=np.ones(2, dtype=np.bool_),
     )
     assert baselines.largest_load_first(instance).status == sorted_each_step(instance).status == "unchanged"
+
+
+def test_units_that_arrive_after_a_heap_is_built_can_be_handed_on() -> None:
+    """Node 4 (capacity 100) hands on its only unit, 16.0, so its heap of least loads is built and empties; then it
+    receives 1.0, 1.0 and 4.0 and hands one 1.0 on to node 0. Its next least load, the other 1.0, is a unit that
+    arrived after the heap was built, and it too goes to node 0. (Without the push of arriving units into a built
+    heap, node 4 looked empty and kept the 1.0: a mutation that the random instances above never caught, found by a
+    search over small skewed clusters of mixed capacities, 7 Dec.)"""
+    loads = np.array([4.0, 16.0, 16.0, 4.0, 1.0, 4.0, 8.0, 1.0])
+    current = np.array([0, 0, 0, 0, 1, 2, 2, 1])
+    instance = plain_instance(loads, np.array([50.0, 300.0, 200.0, 50.0, 100.0]), current)
+    plan = baselines.largest_load_first(instance)
+    np.testing.assert_array_equal(plan.assignment, sorted_each_step(instance).assignment)
+    assert plan.assignment.tolist() == [3, 1, 1, 4, 0, 2, 2, 0]
