@@ -231,9 +231,8 @@ def test_a_recombined_plan_keeps_the_budget_pins_and_cap_and_is_below_the_distan
         st.tuples(
             st.sampled_from([(0, 1), (0, 1, 2), (1, 2), (2, 3, 4)]),
             st.integers(1, 4),
-            st.one_of(
-                st.integers(1, 5).map(float), st.floats(1e-300, 1e300), st.just(np.inf)
-            ),  # ties, tiny, huge, inf
+            # the trees' state: ties, tiny, huge and inf
+            st.one_of(st.integers(1, 5).map(float), st.floats(1e-300, 1e300), st.just(np.inf)),
         ),
         max_size=30,
     )
