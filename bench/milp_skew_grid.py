@@ -4,6 +4,10 @@ budget K, for each shape asked (the issue: "40 nodes, 30 migrations"). No instan
 the grid is every data set at every shape, so it says how often a new snapshot of the kind misses.
 
     python -m bench.milp_skew_grid [--shapes 40x30,80x60] [--seeds 3] [--long 20] [--integer]
+        [--capacities 1,2,4] [--draining 5] [--cost-share 0.02]
+
+The issue's other kinds on the same data sets: mixed capacities (cycled over the nodes), draining nodes (drawn at
+random), a cost budget (a share of all state; a shape of K 0 then has no count budget: "40x0").
 
 Per instance: milp at --time-limit on each seed, and milp at --long s (seed 7) as the reference; the best of all
 those runs stands in for the best known plan. A seed misses when its plan is above the issue's target, max(1.1 x best,
@@ -50,6 +54,9 @@ def main() -> None:
     parser.add_argument("--long", type=float, default=20.0, help="seconds of the reference run")
     parser.add_argument("--integer", action="store_true", help="loads as record counts (a lattice)")
     parser.add_argument("--only", default="", help="substrings of data set names, separated by |")
+    parser.add_argument("--capacities", default="1", help="relative node capacities, cycled over the nodes")
+    parser.add_argument("--draining", type=int, default=0, help="draining nodes, drawn at random")
+    parser.add_argument("--cost-share", type=float, default=None, help="a cost budget: this share of all state")
     args = parser.parse_args()
     warm_up()
     print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, load average {os.getloadavg()[0]:.1f}; points")
@@ -58,12 +65,21 @@ def main() -> None:
         for name, series in data_sets()
         if not args.only or any(part in name for part in args.only.split("|"))
     ]
+    capacities = tuple(100.0 * float(part) for part in args.capacities.split(","))
     misses = runs = 0
     for shape in args.shapes.split(","):
         n, k = (int(part) for part in shape.split("x"))
         missed_instances = 0
         for name, series in sets:
-            inst = cluster(series, n, k, integer_loads=args.integer)
+            inst = cluster(
+                series,
+                n,
+                k or None,
+                cost_share=args.cost_share,
+                capacities=capacities,
+                draining=args.draining,
+                integer_loads=args.integer,
+            )
             short = [
                 inst.load_distance(solve_milp(inst, time_limit_s=args.time_limit, seed=seed).assignment)
                 for seed in range(args.seeds)
