@@ -32,6 +32,7 @@ from solvers.instance import AssignmentInstance, BoolArray, FloatArray, IntArray
 from solvers.milp.bounds import log_ratio
 
 TOLERANCE = 1e-9  # points: a step must lower every touched node below d by more than this
+PLATEAU_HAIR = 1e-9  # relative: nodes this close to d count as at d (plateau_key)
 SWAP_ELEMENTS = 40_000  # pairs evaluated per swap step
 MIGRATION_NODES = 256  # nodes of migrated units tried as partners of compound steps
 SHAVE_BATCH = 64  # largest-load-first moves made at once on large clusters (at most an eighth of the nodes)
@@ -469,6 +470,18 @@ class LocalSearch:
         high, low = float(util.max()) - self.mean, self.mean - float(util.min())
         d = max(high, low, 0.0)
         return round(d, 9), -round((d - high) + (d - low), 9)
+
+    def plateau_key(self) -> tuple[float, int, float]:
+        """key() with the number of staying nodes at the distance d between its two parts. Where loads are record
+        counts (a lattice), many plans share d to the bit, and of two of them the one with fewer nodes at d is
+        nearer a plan below d: each of those nodes must move for d to drop. The perturbations accept a trial by
+        this key; the best plan is still the least by key() (docs/milp.md, "The twenty-ninth session"). On real
+        loads two nodes rarely tie at d, and the key orders as key() does."""
+        d, secondary = self.key()
+        util = self.util if self.all_staying else self.util[self.active_nodes]
+        # (utilizations are kept up to date move by move: a tie drifts by a few ulps, far inside this hair)
+        at_d = int(np.count_nonzero(np.abs(util - self.mean) >= d - PLATEAU_HAIR * (1.0 + d)))
+        return d, at_d, secondary
 
     def plan_hash(self) -> int:
         """A 64-bit hash of the assignment (see _placement_keys), computed once, then kept up to date move by move."""

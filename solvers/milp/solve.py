@@ -1120,7 +1120,7 @@ class _Rounds:
         if self.since_best >= WALK_PERTURBATIONS:
             self.current, self.since_best = trial, 0
             self.walks += 1
-        elif trial.key() <= current.key():
+        elif trial.plateau_key() <= current.plateau_key():
             self.current = trial
         else:
             self.current = current
