@@ -56,7 +56,9 @@ def main() -> None:
     parser.add_argument("--only", default="", help="substrings of data set names, separated by |")
     parser.add_argument("--capacities", default="1", help="relative node capacities, cycled over the nodes")
     parser.add_argument("--draining", type=int, default=0, help="draining nodes, drawn at random")
-    parser.add_argument("--cost-share", type=float, default=None, help="a cost budget: this share of all state")
+    parser.add_argument(
+        "--cost-share", type=float, default=None, help="a cost budget: this share of all state"
+    )
     args = parser.parse_args()
     warm_up()
     print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, load average {os.getloadavg()[0]:.1f}; points")
