@@ -1037,7 +1037,8 @@ class _Rounds:
 
     def _perturbation_round(self, rng: np.random.Generator) -> bool:
         """Iterated perturbation: a random share of the current plan's migrations sent home, then the descent;
-        the trial becomes the current plan when not worse, or after a stall (WALK_PERTURBATIONS) whatever it is.
+        the trial becomes the current plan when not worse by LocalSearch.plateau_key (on a lattice of loads: fewer
+        nodes at an equal d counts as better), or after a stall (WALK_PERTURBATIONS) whatever it is.
         The repair: the band repair or the descent alone by their improvements per second, the band repair alone
         once FILL_STALL_PERTURBATIONS perturbations have found no new best plan; without a budget, pair
         re-partitions after the descent where they pay (PAIR_REPAIR_S)."""
